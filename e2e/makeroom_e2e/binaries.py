@@ -1,0 +1,62 @@
+"""Where e2e/build.sh puts the control-plane binaries, and whether they are there."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+OPTIONAL = ("cluster-autoscaler",)
+
+
+class BinariesMissing(RuntimeError):
+    """A required binary is absent: run `bash e2e/build.sh` first."""
+
+
+def cache_root() -> Path:
+    env = os.environ.get("MAKEROOM_E2E_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "makeroom-e2e"
+
+
+def bin_dir() -> Path:
+    return cache_root() / "bin"
+
+
+@dataclass(frozen=True)
+class Binaries:
+    directory: Path
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    def has(self, name: str) -> bool:
+        p = self.path(name)
+        return p.exists() and os.access(p, os.X_OK)
+
+    def blocked(self, name: str) -> str | None:
+        """The evidence recorded by build.sh when a component cannot be had, else None."""
+        for stem in (name, name.split("-")[0]):
+            f = self.directory / f"{stem}.blocked"
+            if f.exists():
+                return f.read_text(encoding="utf-8", errors="replace")
+        return None
+
+    def missing(self) -> list[str]:
+        return [n for n in REQUIRED if not self.has(n)]
+
+    def stages_dir(self) -> Path:
+        return self.directory / "kwok-stages"
+
+    def require(self) -> None:
+        missing = self.missing()
+        if missing:
+            raise BinariesMissing(
+                f"e2e binaries missing in {self.directory}: {', '.join(missing)}. "
+                "Build them with `bash e2e/build.sh` (cold: tens of minutes on 2 cores), "
+                "or set MAKEROOM_E2E=0 to skip the end-to-end tests explicitly."
+            )
+
+
+def find_binaries() -> Binaries:
+    return Binaries(bin_dir())

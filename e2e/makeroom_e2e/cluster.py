@@ -1,0 +1,601 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, KWOK and (when it could be built) the cluster-autoscaler with its kwok provider."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import ssl
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .binaries import Binaries, find_binaries
+from .certs import Credentials, make_credentials
+from .procs import Process, free_port, install_signal_handlers, wait_until
+
+GROUP_LABEL = "makeroom.io/group"
+E2E_LABEL = "makeroom.io/e2e"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+PROVISION_DELAY_ANNOTATION = "makeroom.io/provision-delay"
+KWOK_VERSION = "v0.8.0"
+
+
+@dataclass
+class Components:
+    """Which components to start. etcd and kube-apiserver are always started."""
+
+    controller_manager: bool = True
+    scheduler: bool = True
+    kwok: bool = True
+    autoscaler: bool = True
+
+
+@dataclass
+class SchedulerSettings:
+    preemption: bool = True
+    scoring: str = "LeastAllocated"
+
+
+@dataclass
+class AutoscalerSettings:
+    """Flags of the cluster-autoscaler, already scaled to real seconds."""
+
+    scan_interval_s: float = 10.0
+    expander: str = "least-waste"
+    scale_down_unneeded_time_s: float = 600.0
+    scale_down_delay_after_add_s: float = 600.0
+    scale_down_utilization_threshold: float = 0.5
+    expendable_pods_priority_cutoff: int = -10
+    max_node_provision_time_s: float = 900.0
+    scale_down_enabled: bool = True
+
+
+def _kube_client() -> Any:
+    import kubernetes  # type: ignore[import-untyped]  # noqa: PLC0415 - heavy import, only when used
+
+    return kubernetes
+
+
+@dataclass
+class ControlPlane:
+    """A running control plane. Made by `up()`; stop it with `down()` (or use it as a context manager)."""
+
+    workdir: Path
+    api_url: str
+    kubeconfig: Path
+    credentials: Credentials
+    binaries: Binaries
+    components: Components
+    processes: dict[str, Process] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    detach: bool = False
+    scheduler_settings: SchedulerSettings = field(default_factory=SchedulerSettings)
+    autoscaler_settings: AutoscalerSettings = field(default_factory=AutoscalerSettings)
+    _owns_workdir: bool = False
+    _api: Any = None
+
+    # ----------------------------------------------------------------------------------- lifecycle
+    def __enter__(self) -> ControlPlane:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.down()
+
+    def down(self) -> None:
+        """Stop every component (process groups: nothing is left), newest first."""
+        for name in list(reversed(list(self.processes))):
+            self.processes.pop(name).stop()
+        if self._api is not None:
+            with contextlib.suppress(Exception):
+                self._api.close()
+            self._api = None
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def status(self) -> dict[str, bool]:
+        return {name: p.alive() for name, p in self.processes.items()}
+
+    def check_alive(self) -> None:
+        dead = [n for n, p in self.processes.items() if not p.alive()]
+        if dead:
+            logs = "\n".join(f"--- {n} (exit {self.processes[n].popen.returncode}):\n{self.processes[n].tail()}" for n in dead)
+            raise RuntimeError(f"control-plane component(s) died: {', '.join(dead)}\n{logs}")
+
+    def logs(self, name: str, lines: int = 40) -> str:
+        return self.processes[name].tail(lines) if name in self.processes else ""
+
+    @property
+    def autoscaler_available(self) -> bool:
+        return self.binaries.has("cluster-autoscaler")
+
+    # ----------------------------------------------------------------------------------- API access
+    @property
+    def api(self) -> Any:
+        """A `kubernetes.client.ApiClient` bound to this control plane."""
+        if self._api is None:
+            k = _kube_client()
+            self._api = k.config.new_client_from_config(config_file=str(self.kubeconfig))
+        return self._api
+
+    @property
+    def core(self) -> Any:
+        return _kube_client().client.CoreV1Api(self.api)
+
+    @property
+    def apps(self) -> Any:
+        return _kube_client().client.AppsV1Api(self.api)
+
+    @property
+    def policy(self) -> Any:
+        return _kube_client().client.PolicyV1Api(self.api)
+
+    @property
+    def scheduling(self) -> Any:
+        return _kube_client().client.SchedulingV1Api(self.api)
+
+    def wait_for(self, check: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+        """Poll `check` until true (a real-time deadline, not a fixed sleep); fail fast if a component died."""
+
+        def guarded() -> bool:
+            self.check_alive()
+            return check()
+
+        wait_until(guarded, timeout, what, interval=0.25)
+
+    def nodes(self) -> list[Any]:
+        return list(self.core.list_node().items)
+
+    def nodes_per_group(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for n in self.nodes():
+            g = (n.metadata.labels or {}).get(GROUP_LABEL)
+            if g:
+                counts[g] = counts.get(g, 0) + 1
+        return counts
+
+    def node_names(self, group: str | None = None) -> list[str]:
+        return sorted(
+            n.metadata.name
+            for n in self.nodes()
+            if group is None or (n.metadata.labels or {}).get(GROUP_LABEL) == group
+        )
+
+    def list_pods(self, namespace: str, label_selector: str = "") -> list[Any]:
+        return list(self.core.list_namespaced_pod(namespace, label_selector=label_selector).items)
+
+    def events(self, namespace: str, reason: str | None = None) -> list[Any]:
+        kw = {"field_selector": f"reason={reason}"} if reason else {}
+        return list(self.core.list_namespaced_event(namespace, **kw).items)
+
+    def all_events(self, reason: str | None = None) -> list[Any]:
+        kw = {"field_selector": f"reason={reason}"} if reason else {}
+        return list(self.core.list_event_for_all_namespaces(**kw).items)
+
+    # ----------------------------------------------------------------------------------- nodes
+    def create_node(
+        self,
+        name: str,
+        group: str,
+        capacity: dict[str, str],
+        labels: dict[str, str] | None = None,
+        taints: Sequence[dict[str, str]] = (),
+        annotations: dict[str, str] | None = None,
+    ) -> None:
+        """A KWOK node (KWOK plays its kubelet) in node group `group`."""
+        body = node_manifest(name, group, capacity, labels or {}, taints, annotations or {})
+        self.core.create_node(body)
+
+    def wait_nodes_ready(self, names: Iterable[str], timeout: float = 60.0) -> None:
+        wanted = set(names)
+
+        def ready() -> bool:
+            ok = set()
+            for n in self.nodes():
+                for c in n.status.conditions or []:
+                    if c.type == "Ready" and c.status == "True":
+                        ok.add(n.metadata.name)
+            return wanted <= ok
+
+        self.wait_for(ready, timeout, f"nodes Ready: {sorted(wanted)}")
+
+    def set_unschedulable(self, name: str, value: bool) -> None:
+        self.core.patch_node(name, {"spec": {"unschedulable": value}})
+
+    def delete_e2e_objects(self, timeout: float = 60.0) -> None:
+        """Remove what scenarios and tests made (labelled makeroom.io/e2e): namespaces, nodes, classes."""
+        k = _kube_client()
+        sel = f"{E2E_LABEL}=true"
+        for ns in self.core.list_namespace(label_selector=sel).items:
+            with contextlib.suppress(k.client.ApiException):
+                self.core.delete_namespace(ns.metadata.name, grace_period_seconds=0)
+        for pc in self.scheduling.list_priority_class(label_selector=sel).items:
+            with contextlib.suppress(k.client.ApiException):
+                self.scheduling.delete_priority_class(pc.metadata.name)
+        for n in self.core.list_node(label_selector=sel).items:
+            with contextlib.suppress(k.client.ApiException):
+                self.core.delete_node(n.metadata.name)
+        for cm in ("kwok-provider-config", "kwok-provider-templates"):
+            with contextlib.suppress(k.client.ApiException):
+                self.core.delete_namespaced_config_map(cm, "kube-system")
+
+        def gone() -> bool:
+            if self.core.list_node(label_selector=sel).items:
+                return False
+            return not self.core.list_namespace(label_selector=sel).items
+
+        # Namespaces finish deleting when KWOK's pod-delete stage has removed their pods.
+        self.wait_for(gone, timeout, "e2e namespaces and nodes deleted")
+
+    # ----------------------------------------------------------------------------------- reconfigure
+    def configure_scheduler(self, preemption: bool = True, scoring: str = "LeastAllocated") -> None:
+        """Restart kube-scheduler with this profile if it differs from the running one."""
+        wanted = SchedulerSettings(preemption=preemption, scoring=scoring)
+        if wanted == self.scheduler_settings and "kube-scheduler" in self.processes:
+            return
+        self.scheduler_settings = wanted
+        if "kube-scheduler" in self.processes:
+            self.processes.pop("kube-scheduler").stop()
+        if self.components.scheduler:
+            _start_scheduler(self)
+
+    def configure_autoscaler(self, settings: AutoscalerSettings | None) -> None:
+        """(Re)start the cluster-autoscaler with these flags; None stops it."""
+        if "cluster-autoscaler" in self.processes:
+            self.processes.pop("cluster-autoscaler").stop()
+        if settings is None:
+            return
+        self.autoscaler_settings = settings
+        if self.components.autoscaler and self.autoscaler_available:
+            _start_autoscaler(self)
+
+    # ----------------------------------------------------------------------------------- scenarios
+    def load_scenario(self, path: str | Path, **kwargs: Any) -> Any:
+        """Load a spec-v1 scenario; see `makeroom_e2e.scenario.load_into` for the keyword arguments."""
+        from .scenario import load_into  # noqa: PLC0415 - avoid an import cycle
+
+        return load_into(self, path, **kwargs)
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "workdir": str(self.workdir),
+            "api_url": self.api_url,
+            "kubeconfig": str(self.kubeconfig),
+            "pids": {n: p.pid for n, p in self.processes.items()},
+        }
+
+
+def node_manifest(
+    name: str,
+    group: str,
+    capacity: dict[str, str],
+    labels: dict[str, str],
+    taints: Sequence[dict[str, str]],
+    annotations: dict[str, str],
+) -> dict[str, Any]:
+    all_labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+        GROUP_LABEL: group,
+        E2E_LABEL: "true",
+        **labels,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": all_labels,
+            "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0", **annotations},
+        },
+        "spec": {"taints": [dict(t) for t in taints]} if taints else {},
+        "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
+    }
+
+
+# --------------------------------------------------------------------------------------- startup
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    req = urllib.request.Request(url)  # noqa: S310 - loopback URLs built here
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as r:  # noqa: S310
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _insecure_ctx() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _start(cp: ControlPlane, name: str, argv: list[str]) -> Process:
+    p = Process(name, argv, cp.workdir / "logs" / f"{name}.log", detach=cp.detach)
+    cp.processes[name] = p
+    return p
+
+
+def _wait_healthy(cp: ControlPlane, name: str, url: str, timeout: float, ctx: ssl.SSLContext | None, token: str | None = None) -> None:
+    p = cp.processes[name]
+
+    def ok() -> bool:
+        if not p.alive():
+            raise RuntimeError(f"{name} exited with {p.popen.returncode}:\n{p.tail()}")
+        return _http_ok(url, ctx, token)
+
+    wait_until(ok, timeout, f"{name} healthy at {url}", on_timeout=lambda: p.tail())
+
+
+def _write_kubeconfig(path: Path, server: str, ca: Path, token: str) -> None:
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "makeroom-e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": "makeroom-e2e", "context": {"cluster": "makeroom-e2e", "user": "admin"}}],
+        "current-context": "makeroom-e2e",
+    }
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    path.chmod(0o600)
+
+
+def _start_etcd(cp: ControlPlane) -> None:
+    client, peer = free_port(), free_port()
+    cp.ports["etcd"] = client
+    data = cp.workdir / "etcd"
+    _start(
+        cp,
+        "etcd",
+        [
+            str(cp.binaries.path("etcd")),
+            "--name=e2e",
+            f"--data-dir={data}",
+            f"--listen-client-urls=http://127.0.0.1:{client}",
+            f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=e2e=http://127.0.0.1:{peer}",
+            "--listen-metrics-urls=",
+            "--unsafe-no-fsync=true",
+            "--quota-backend-bytes=4294967296",
+            "--log-level=warn",
+        ],
+    )
+    _wait_healthy(cp, "etcd", f"http://127.0.0.1:{client}/health", 30, None)
+
+
+def _start_apiserver(cp: ControlPlane) -> None:
+    port = cp.ports["kube-apiserver"]
+    c = cp.credentials
+    _start(
+        cp,
+        "kube-apiserver",
+        [
+            str(cp.binaries.path("kube-apiserver")),
+            f"--etcd-servers=http://127.0.0.1:{cp.ports['etcd']}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={cp.workdir / 'apiserver-certs'}",
+            f"--tls-cert-file={c.serving_cert}",
+            f"--tls-private-key-file={c.serving_key}",
+            f"--client-ca-file={c.ca_cert}",
+            f"--token-auth-file={c.token_file}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={c.sa_pub}",
+            f"--service-account-signing-key-file={c.sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/24",
+            "--endpoint-reconciler-type=none",
+            "--disable-admission-plugins=ServiceAccount",
+            "--enable-priority-and-fairness=false",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--event-ttl=1h",
+            "--v=0",
+        ],
+    )
+    ctx = ssl.create_default_context(cafile=str(c.ca_cert))
+    _wait_healthy(cp, "kube-apiserver", f"{cp.api_url}/readyz", 90, ctx, c.token)
+
+
+def _component_common(cp: ControlPlane, name: str) -> list[str]:
+    port = free_port()
+    cp.ports[name] = port
+    return [
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={cp.workdir / (name + '-certs')}",
+    ]
+
+
+def _start_controller_manager(cp: ControlPlane) -> None:
+    name = "kube-controller-manager"
+    args = _component_common(cp, name)
+    c = cp.credentials
+    _start(
+        cp,
+        name,
+        [
+            str(cp.binaries.path(name)),
+            f"--kubeconfig={cp.kubeconfig}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            f"--root-ca-file={c.ca_cert}",
+            f"--service-account-private-key-file={c.sa_key}",
+            "--controllers=*",
+            "--node-monitor-grace-period=40s",
+            "--concurrent-deployment-syncs=10",
+            "--concurrent-replicaset-syncs=10",
+            "--profiling=false",
+            *args,
+        ],
+    )
+    _wait_healthy(cp, name, f"https://127.0.0.1:{cp.ports[name]}/healthz", 60, _insecure_ctx())
+
+
+def scheduler_config(kubeconfig: Path, settings: SchedulerSettings) -> dict[str, Any]:
+    plugins: dict[str, Any] = {}
+    if not settings.preemption:
+        plugins["postFilter"] = {"disabled": [{"name": "DefaultPreemption"}]}
+    profile: dict[str, Any] = {
+        "schedulerName": "default-scheduler",
+        "pluginConfig": [
+            {
+                "name": "NodeResourcesFit",
+                "args": {"scoringStrategy": {"type": settings.scoring}},
+            }
+        ],
+    }
+    if plugins:
+        profile["plugins"] = plugins
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 200, "burst": 400},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [profile],
+    }
+
+
+def _start_scheduler(cp: ControlPlane) -> None:
+    name = "kube-scheduler"
+    cfg = cp.workdir / "scheduler-config.yaml"
+    cfg.write_text(yaml.safe_dump(scheduler_config(cp.kubeconfig, cp.scheduler_settings)), encoding="utf-8")
+    args = _component_common(cp, name)
+    _start(cp, name, [str(cp.binaries.path(name)), f"--config={cfg}", *args])
+    _wait_healthy(cp, name, f"https://127.0.0.1:{cp.ports[name]}/healthz", 60, _insecure_ctx())
+
+
+def _start_kwok(cp: ControlPlane) -> None:
+    from .stages import write_kwok_config  # noqa: PLC0415
+
+    cfg = write_kwok_config(cp.workdir / "kwok.yaml", cp.binaries)
+    port = free_port()
+    cp.ports["kwok"] = port
+    _start(
+        cp,
+        "kwok",
+        [
+            str(cp.binaries.path("kwok")),
+            f"--config={cfg}",
+            f"--kubeconfig={cp.kubeconfig}",
+            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            "--cidr=10.244.0.1/16",
+            "--node-ip=10.0.0.1",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{port}",
+        ],
+    )
+    _wait_healthy(cp, "kwok", f"http://127.0.0.1:{port}/healthz", 60, None)
+
+
+def _dur(seconds: float) -> str:
+    return f"{max(seconds, 0.001):.3f}s"
+
+
+def autoscaler_args(cp: ControlPlane, s: AutoscalerSettings) -> list[str]:
+    return [
+        "--cloud-provider=kwok",
+        f"--kubeconfig={cp.kubeconfig}",
+        "--leader-elect=false",
+        f"--scan-interval={_dur(s.scan_interval_s)}",
+        f"--expander={s.expander}",
+        f"--scale-down-enabled={'true' if s.scale_down_enabled else 'false'}",
+        f"--scale-down-unneeded-time={_dur(s.scale_down_unneeded_time_s)}",
+        f"--scale-down-delay-after-add={_dur(s.scale_down_delay_after_add_s)}",
+        f"--scale-down-utilization-threshold={s.scale_down_utilization_threshold}",
+        f"--expendable-pods-priority-cutoff={s.expendable_pods_priority_cutoff}",
+        f"--max-node-provision-time={_dur(s.max_node_provision_time_s)}",
+        "--skip-nodes-with-local-storage=false",
+        "--skip-nodes-with-system-pods=false",
+        "--balance-similar-node-groups=false",
+        f"--address=127.0.0.1:{free_port()}",
+        "--v=2",
+    ]
+
+
+def _start_autoscaler(cp: ControlPlane) -> None:
+    import os  # noqa: PLC0415
+
+    name = "cluster-autoscaler"
+    argv = [str(cp.binaries.path(name)), *autoscaler_args(cp, cp.autoscaler_settings)]
+    p = Process(
+        name,
+        argv,
+        cp.workdir / "logs" / f"{name}.log",
+        env={**os.environ, "POD_NAMESPACE": "kube-system", "KWOK_PROVIDER_CONFIGMAP": "kwok-provider-config"},
+        detach=cp.detach,
+    )
+    cp.processes[name] = p
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and p.alive():
+        time.sleep(0.1)
+    if not p.alive():
+        raise RuntimeError(f"cluster-autoscaler exited at start:\n{p.tail()}")
+
+
+def up(
+    workdir: str | Path | None = None,
+    components: Components | None = None,
+    binaries: Binaries | None = None,
+    scheduler: SchedulerSettings | None = None,
+    detach: bool = False,
+) -> ControlPlane:
+    """Start a control plane on loopback and return it once it is healthy.
+
+    The autoscaler is not started here: it needs a scenario's node groups; `load_scenario` (or
+    `configure_autoscaler`) starts it. On any failure, everything started so far is stopped.
+    """
+    bins = binaries or find_binaries()
+    bins.require()
+    comps = components or Components()
+    owns = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="makeroom-e2e-")) if workdir is None else Path(workdir)
+    (wd / "logs").mkdir(parents=True, exist_ok=True)
+    install_signal_handlers()
+    creds = make_credentials(wd / "pki")
+    api_port = free_port()
+    api_url = f"https://127.0.0.1:{api_port}"
+    kubeconfig = wd / "kubeconfig"
+    _write_kubeconfig(kubeconfig, api_url, creds.ca_cert, creds.token)
+    cp = ControlPlane(
+        workdir=wd,
+        api_url=api_url,
+        kubeconfig=kubeconfig,
+        credentials=creds,
+        binaries=bins,
+        components=comps,
+        detach=detach,
+        scheduler_settings=scheduler or SchedulerSettings(),
+        _owns_workdir=owns and not detach,
+    )
+    cp.ports["kube-apiserver"] = api_port
+    try:
+        _start_etcd(cp)
+        _start_apiserver(cp)
+        if comps.controller_manager:
+            _start_controller_manager(cp)
+        if comps.scheduler:
+            _start_scheduler(cp)
+        if comps.kwok:
+            _start_kwok(cp)
+        # Wait for the default namespace and the built-in priority classes.
+        cp.wait_for(lambda: cp.core.read_namespace("default") is not None, 30, "namespace default")
+    except BaseException:
+        cp.down()
+        raise
+    (wd / "state.json").write_text(json.dumps(cp.to_state(), indent=2), encoding="utf-8")
+    return cp

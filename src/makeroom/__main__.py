@@ -1,0 +1,3 @@
+from makeroom.cli.main import main
+
+main()

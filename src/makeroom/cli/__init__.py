@@ -1,0 +1,1 @@
+"""The command line: the only place that wires model, planner, controller, sim and kube together."""

@@ -1,0 +1,3 @@
+"""Imports each command module so that its commands are registered on the app."""
+
+from makeroom.cli import simulate  # noqa: F401

@@ -1,0 +1,220 @@
+"""The cluster's objects, reduced to what scheduling, autoscaling and relocation need."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from makeroom.model.resources import PODS, Resources
+
+GROUP_LABEL = "makeroom.io/group"
+DO_NOT_MOVE = "makeroom.io/do-not-move"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class PreemptionPolicy(StrEnum):
+    PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+    NEVER = "Never"
+
+
+class OwnerKind(StrEnum):
+    """Who recreates a pod when it goes: only pods with a controller can be relocated."""
+
+    REPLICA_SET = "ReplicaSet"
+    STATEFUL_SET = "StatefulSet"
+    DAEMON_SET = "DaemonSet"
+    JOB = "Job"
+    NODE = "Node"  # a mirror pod of a static pod
+    NONE = "None"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: TaintEffect = TaintEffect.NO_SCHEDULE
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator in ("Gt", "Lt") and present and self.values:
+            try:
+                have, bound = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > bound if self.operator == "Gt" else have < bound
+        return False
+
+
+NodeSelectorTerm = tuple[NodeSelectorRequirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """An autoscaled group of identical nodes (an ASG, a managed node group, a node pool)."""
+
+    name: str
+    capacity: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    min: int = 0
+    max: int = 0
+    price_per_hour: float = 0.0
+    provision_time: float = 120.0
+
+    def node_labels(self) -> dict[str, str]:
+        return {**self.labels, GROUP_LABEL: self.name}
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    name: str
+    group: str
+    allocatable: Resources
+    labels: dict[str, str]
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """What a pod asks of the scheduler: shared by every replica of a workload."""
+
+    requests: Resources
+    priority: int = 0
+    preemption_policy: PreemptionPolicy = PreemptionPolicy.PREEMPT_LOWER_PRIORITY
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms of ANDed requirements
+    priority_class: str = ""
+    startup_time: float = 10.0
+    termination_grace: float = 30.0
+    local_storage: bool = False
+
+    @staticmethod
+    def effective(requests: Resources) -> Resources:
+        """Requests as the scheduler counts them: every pod also takes one of the node's pod slots."""
+        return requests + Resources({PODS: 1000}) if PODS not in requests else requests
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    name: str
+    spec: PodSpec
+    workload: str | None = None
+    namespace: str = "default"
+    owner_kind: OwnerKind = OwnerKind.REPLICA_SET
+    node: str | None = None
+    ready: bool = False
+    terminating: bool = False
+    nominated_node: str | None = None
+    created_at: float = 0.0
+    ready_since: float | None = None
+    unschedulable_since: float | None = None
+    seq: int = 0
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def priority(self) -> int:
+        return self.spec.priority
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        return self.node is not None
+
+    def deletion_cost(self) -> int:
+        try:
+            return int(self.annotations.get(DELETION_COST, "0"))
+        except ValueError:
+            return 0
+
+    def is_system_critical(self) -> bool:
+        return (
+            self.spec.priority >= SYSTEM_CRITICAL_PRIORITY
+            or self.spec.priority_class in SYSTEM_PRIORITY_CLASSES
+        )
+
+
+def _scaled(bound: int | str, expected: int) -> int:
+    """An IntOrString budget: a percentage is of the expected pods, rounded up as Kubernetes does."""
+    if isinstance(bound, str):
+        percent = int(bound.rstrip("%"))
+        return -(-percent * expected // 100)
+    return bound
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget over one workload's pods: exactly one of the two bounds is set."""
+
+    max_unavailable: int | str | None = None
+    min_available: int | str | None = None
+
+    def desired_healthy(self, expected: int) -> int:
+        if self.min_available is not None:
+            return _scaled(self.min_available, expected)
+        return max(0, expected - _scaled(self.max_unavailable or 0, expected))
+
+    def disruptions_allowed(self, healthy: int, expected: int) -> int:
+        return max(0, healthy - self.desired_healthy(expected))
+
+
+@dataclass(slots=True, eq=False)
+class Workload:
+    """A Deployment (through its ReplicaSet): the desired replicas of one pod spec."""
+
+    name: str
+    spec: PodSpec
+    replicas: int
+    namespace: str = "default"
+    pdb: DisruptionBudget | None = None
+    owner_kind: OwnerKind = OwnerKind.REPLICA_SET

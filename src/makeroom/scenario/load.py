@@ -1,0 +1,294 @@
+"""Read a scenario file, check every rule of spec v1, and turn it into model objects."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from makeroom.model import (
+    DisruptionBudget,
+    Node,
+    NodeGroup,
+    PodSpec,
+    PreemptionPolicy,
+    Resources,
+    Taint,
+    TaintEffect,
+    Toleration,
+    Workload,
+)
+from makeroom.model.fit import label_fit
+from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
+from makeroom.model.state import ClusterState
+from makeroom.scenario.errors import InputError, Problem, from_validation_error
+from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML loader that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice (line {mark.line + 1})", mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A checked scenario: the raw spec plus the model objects that the simulator starts from."""
+
+    spec: ScenarioSpec
+    source: str
+    groups: tuple[NodeGroup, ...]
+    workloads: tuple[Workload, ...]
+    initial_nodes: tuple[Node, ...]
+    placement: tuple[tuple[str, str], ...]  # (workload, node), one entry per initial pod
+    deployed: dict[str, Workload] = field(default_factory=dict)  # workloads of deploy events
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def strategy(self) -> str:
+        return self.spec.controller.strategy
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse YAML, turning every I/O or syntax failure into an InputError that names the file."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(file, [Problem("", "no such file")]) from None
+    except IsADirectoryError:
+        raise InputError(file, [Problem("", "expected a file, found a directory")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file, [Problem("", f"cannot read: {exc}")]) from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise InputError(file, [Problem("", f"not valid YAML: {where}{exc.problem}")]) from None
+    except yaml.YAMLError as exc:
+        raise InputError(file, [Problem("", f"not valid YAML: {exc}")]) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    data = read_yaml(path)
+    return parse_scenario(data, str(path))
+
+
+def parse_scenario(data: Any, file: str) -> Scenario:
+    if not isinstance(data, dict):
+        raise InputError(file, [Problem("", "expected a YAML mapping with version: 1 at the top")])
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(file, from_validation_error(exc)) from None
+    problems = check_rules(spec)
+    if problems:
+        raise InputError(file, problems)
+    groups = tuple(to_node_group(g) for g in spec.node_groups)
+    workloads = tuple(to_workload(w) for w in spec.workloads)
+    deployed = {e.deploy.name: to_workload(e.deploy) for e in spec.events if e.deploy is not None}
+    nodes = tuple(
+        Node(f"{g.name}-{i}", g.name, g.capacity, g.node_labels(), g.taints)
+        for g in groups
+        for i in range(next(s.initial for s in spec.node_groups if s.name == g.name))
+    )
+    placement, placement_problems = place_initial(spec, groups, workloads, nodes)
+    if placement_problems:
+        raise InputError(file, placement_problems)
+    return Scenario(spec, file, groups, workloads, nodes, tuple(placement), deployed)
+
+
+def check_rules(spec: ScenarioSpec) -> list[Problem]:
+    """The rules that span keys: unique names, bounds, references from events and placement."""
+    problems: list[Problem] = []
+    group_names: set[str] = set()
+    for i, g in enumerate(spec.node_groups):
+        where = f"node_groups[{i}]"
+        if g.name in group_names:
+            problems.append(Problem(f"{where}.name", f"expected a unique name, {g.name!r} is taken"))
+        group_names.add(g.name)
+        if g.min > g.max:
+            problems.append(Problem(f"{where}.min", f"expected min <= max ({g.max}), got {g.min}"))
+        if g.initial > g.max:
+            problems.append(
+                Problem(f"{where}.initial", f"expected initial <= max ({g.max}), got {g.initial}")
+            )
+    initial_nodes = {f"{g.name}-{i}" for g in spec.node_groups for i in range(g.initial)}
+    node_pattern = re.compile(
+        r"^(" + "|".join(re.escape(n) for n in sorted(group_names, key=len, reverse=True)) + r")-\d+$"
+    )
+    live: set[str] = set()
+    for i, w in enumerate(spec.workloads):
+        where = f"workloads[{i}]"
+        if w.name in live:
+            problems.append(Problem(f"{where}.name", f"expected a unique name, {w.name!r} is taken"))
+        live.add(w.name)
+        placed = 0
+        for target, count in w.placement.items():
+            if target not in group_names and target not in initial_nodes:
+                problems.append(
+                    Problem(
+                        f"{where}.placement.{target}",
+                        "expected a node group name or an initial node name "
+                        f"({', '.join(sorted(group_names | initial_nodes))})",
+                    )
+                )
+            placed += count
+        if placed > w.replicas:
+            problems.append(
+                Problem(
+                    f"{where}.placement",
+                    f"expected at most replicas ({w.replicas}) pods placed, got {placed}",
+                )
+            )
+    for i, e in enumerate(spec.events):
+        problems += _check_event(e, f"events[{i}]", spec, live, node_pattern)
+    return problems
+
+
+def _check_event(
+    e: EventSpec, where: str, spec: ScenarioSpec, live: set[str], node_pattern: re.Pattern[str]
+) -> list[Problem]:
+    problems: list[Problem] = []
+    if e.at > spec.duration:
+        problems.append(
+            Problem(
+                f"{where}.at",
+                f"expected a time within duration ({spec.duration:g}s), got {e.at:g}s",
+            )
+        )
+    target = e.scale or e.delete
+    if target is not None and target.workload not in live:
+        problems.append(
+            Problem(
+                f"{where}.{e.kind}.workload",
+                f"expected a workload that exists at {e.at:g}s, got {target.workload!r}",
+            )
+        )
+    if e.delete is not None:
+        live.discard(e.delete.workload)
+    if e.deploy is not None:
+        if e.deploy.name in live:
+            problems.append(
+                Problem(
+                    f"{where}.deploy.name",
+                    f"expected a new workload name, {e.deploy.name!r} exists",
+                )
+            )
+        if e.deploy.placement:
+            problems.append(
+                Problem(f"{where}.deploy.placement", "placement applies only to workloads at t=0")
+            )
+        live.add(e.deploy.name)
+    node_action = e.remove_node or e.cordon or e.uncordon
+    if node_action is not None and not node_pattern.match(node_action.node):
+        problems.append(
+            Problem(
+                f"{where}.{e.kind}.node",
+                f"expected a node name <group>-<n> of a known group, got {node_action.node!r}",
+            )
+        )
+    return problems
+
+
+def to_node_group(g: NodeGroupSpec) -> NodeGroup:
+    capacity = dict(g.capacity)
+    capacity.setdefault(PODS, DEFAULT_MAX_PODS * 1000)
+    return NodeGroup(
+        name=g.name,
+        capacity=Resources(capacity),
+        labels=dict(g.labels),
+        taints=tuple(Taint(t.key, t.value, TaintEffect(t.effect)) for t in g.taints),
+        min=g.min,
+        max=g.max,
+        price_per_hour=g.price_per_hour,
+        provision_time=g.provision_time,
+    )
+
+
+def to_workload(w: WorkloadSpec) -> Workload:
+    spec = PodSpec(
+        requests=Resources(dict(w.requests)),
+        priority=w.priority,
+        preemption_policy=PreemptionPolicy(w.preemption_policy),
+        node_selector=tuple(sorted(w.node_selector.items())),
+        tolerations=tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in w.tolerations),
+        startup_time=w.startup_time,
+        termination_grace=w.termination_grace,
+    )
+    pdb = None
+    if w.pdb is not None:
+        pdb = DisruptionBudget(w.pdb.max_unavailable, w.pdb.min_available)
+    return Workload(w.name, spec, w.replicas, pdb=pdb)
+
+
+def place_initial(
+    spec: ScenarioSpec,
+    groups: tuple[NodeGroup, ...],
+    workloads: tuple[Workload, ...],
+    nodes: tuple[Node, ...],
+) -> tuple[list[tuple[str, str]], list[Problem]]:
+    """First-fit of each placement entry over its group's nodes in creation order."""
+    from makeroom.model.objects import Pod
+
+    state = ClusterState(groups, workloads)
+    for node in nodes:
+        state.add_node(Node(node.name, node.group, node.allocatable, dict(node.labels), node.taints))
+    by_group: dict[str, list[str]] = {}
+    for node in nodes:
+        by_group.setdefault(node.group, []).append(node.name)
+    placed: list[tuple[str, str]] = []
+    problems: list[Problem] = []
+    for i, (ws, w) in enumerate(zip(spec.workloads, workloads, strict=True)):
+        for target, count in ws.placement.items():
+            candidates = by_group.get(target, [target])
+            for n in range(count):
+                pod = Pod(f"{w.name}-{len(placed)}", w.spec, w.name)
+                mask = state.feasible(pod)
+                home = next((c for c in candidates if mask[state.slot_of[c]]), None)
+                if home is None:
+                    problems.append(
+                        Problem(
+                            f"workloads[{i}].placement.{target}",
+                            f"expected {count} pods to fit on {target}, only {n} do"
+                            + _why_not(w.spec, [state.nodes[c] for c in candidates]),
+                        )
+                    )
+                    break
+                state.add_pod(pod)
+                state.bind(pod, home)
+                placed.append((w.name, home))
+    return placed, problems
+
+
+def _why_not(spec: PodSpec, nodes: list[Node]) -> str:
+    if not nodes:
+        return " (the group has no initial nodes)"
+    failure = label_fit(spec, nodes[0].labels, nodes[0].taints)
+    return f" ({failure.value})" if failure else " (not enough free resources)"

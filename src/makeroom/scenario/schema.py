@@ -1,0 +1,185 @@
+"""Scenario format v1 (../spec/scenario-v1.md) as pydantic models.
+
+Quantities are parsed to milli-units and durations to seconds while the file is read, so that every
+syntax problem is reported with its key path before anything runs. Unknown keys are refused: a typo in
+a scenario (``replica: 3``) would otherwise silently change what is simulated.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
+
+STRATEGIES = ("none", "preemption", "evict", "migrate")
+EXPANDERS = ("least-waste", "priority", "price", "random")
+
+
+def _quantity(value: object) -> int:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"expected a quantity such as 400m, 2 or 1.5Gi, got {value!r}")
+    try:
+        milli = parse_quantity(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    if milli < 0:
+        raise ValueError(f"expected a quantity of zero or more, got {value!r}")
+    return milli
+
+
+def _duration(value: object) -> float:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 30s, 5m or 1h30m, got {value!r}")
+    try:
+        return parse_duration(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+Quantity = Annotated[int, BeforeValidator(_quantity)]
+Duration = Annotated[float, BeforeValidator(_duration)]
+NonNegative = Annotated[int, Field(ge=0, strict=True)]
+_PERCENT = re.compile(r"^\d+%$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaintSpec(Strict):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class TolerationSpec(Strict):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class NodeGroupSpec(Strict):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+    capacity: dict[str, Quantity]
+    labels: dict[str, str] = {}
+    taints: list[TaintSpec] = []
+    min: NonNegative = 0
+    max: NonNegative
+    initial: NonNegative = 0
+    price_per_hour: Annotated[float, Field(ge=0)] = 0.0
+    provision_time: Duration = 120.0
+
+
+class AutoscalerSpec(Strict):
+    enabled: bool = True
+    scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
+    expander: Literal["least-waste", "priority", "price", "random"] = "least-waste"
+    scale_down_unneeded_time: Duration = 600.0
+    scale_down_utilization_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    expendable_pods_priority_cutoff: int = -10
+    scale_down_delay_after_add: Duration = 600.0
+    max_graceful_termination: Duration = 600.0
+
+
+class SchedulerSpec(Strict):
+    preemption: bool = True
+    scoring: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+
+
+def _int_or_percent(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and _PERCENT.match(value):
+        return value
+    raise ValueError(f"expected a whole number of pods or a percentage such as 50%, got {value!r}")
+
+
+IntOrPercent = Annotated[int | str, BeforeValidator(_int_or_percent)]
+
+
+class PdbSpec(Strict):
+    max_unavailable: IntOrPercent | None = None
+    min_available: IntOrPercent | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PdbSpec:
+        if (self.max_unavailable is None) == (self.min_available is None):
+            raise ValueError("expected exactly one of max_unavailable or min_available")
+        return self
+
+
+class WorkloadSpec(Strict):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+    replicas: NonNegative
+    priority: Annotated[int, Field(strict=True)] = 0
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    requests: dict[str, Quantity] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[TolerationSpec] = []
+    pdb: PdbSpec | None = None
+    startup_time: Duration = 10.0
+    termination_grace: Duration = 30.0
+    placement: dict[str, NonNegative] = {}
+
+
+class ScaleAction(Strict):
+    workload: str
+    replicas: NonNegative
+
+
+class DeleteAction(Strict):
+    workload: str
+
+
+class NodeAction(Strict):
+    node: str
+
+
+class EventSpec(Strict):
+    at: Duration
+    scale: ScaleAction | None = None
+    deploy: WorkloadSpec | None = None
+    delete: DeleteAction | None = None
+    remove_node: NodeAction | None = None
+    cordon: NodeAction | None = None
+    uncordon: NodeAction | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> EventSpec:
+        kinds = [k for k in EVENT_KINDS if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"expected exactly one of {', '.join(EVENT_KINDS)} besides 'at'")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in EVENT_KINDS if getattr(self, k) is not None)
+
+
+EVENT_KINDS = ("scale", "deploy", "delete", "remove_node", "cordon", "uncordon")
+
+
+class ControllerSpec(Strict):
+    strategy: Literal["none", "preemption", "evict", "migrate"] = "none"
+
+
+class ScenarioSpec(Strict):
+    version: Literal[1]
+    name: str
+    duration: Annotated[Duration, Field(gt=0)]
+    node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
+    autoscaler: AutoscalerSpec = AutoscalerSpec()
+    scheduler: SchedulerSpec = SchedulerSpec()
+    workloads: list[WorkloadSpec] = []
+    events: list[EventSpec] = []
+    controller: ControllerSpec = ControllerSpec()
+
+    @field_validator("events")
+    @classmethod
+    def _events_in_time_order(cls, events: list[EventSpec]) -> list[EventSpec]:
+        # The spec applies events in time order; a stable sort keeps same-time events as written.
+        return sorted(events, key=lambda e: e.at)

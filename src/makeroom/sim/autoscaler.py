@@ -1,0 +1,311 @@
+"""cluster-autoscaler: scale-up for pods the scheduler cannot place, scale-down of unneeded nodes.
+
+Modelled on the static autoscaler's loop: every scan interval, drop the pods it must not help
+(expendable, nominated to an existing node, held by pod-scale-up-delay), drop the ones that fit on
+existing or upcoming nodes, wait while every remaining pod is new (2 s, 30 s when one asks for a GPU),
+then let the expander choose one group and add the nodes the binpacking estimate says, within max.
+Scale-down: a node under the utilisation threshold (a GPU node by its GPU alone) whose pods all fit on
+other nodes, unneeded for the unneeded time and not within the delay after a scale-up, is tainted and
+drained through evictions that respect budgets, then removed; never below min.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from makeroom.model import SCALE_UP_DELAY, Node, NodeGroup, OwnerKind, Pod, Taint, TaintEffect
+from makeroom.model.fit import label_fit
+from makeroom.model.quantity import QuantityError, parse_duration
+from makeroom.model.resources import CPU, MEMORY, Vector
+from makeroom.model.state import ClusterState, Mask
+from makeroom.scenario.schema import AutoscalerSpec
+from makeroom.sim.clock import Phase
+from makeroom.sim.world import EvictionRefusedError, World
+
+NEW_POD_BUFFER = 2.0
+NEW_GPU_POD_BUFFER = 30.0
+DRAIN_RETRY = 5.0
+TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+
+
+@dataclass(slots=True)
+class Option:
+    group: NodeGroup
+    nodes: int
+    pods: list[Pod]
+    waste: float
+
+
+class Autoscaler:
+    def __init__(self, world: World, spec: AutoscalerSpec, rng: random.Random) -> None:
+        self.world = world
+        self.spec = spec
+        self.rng = rng
+        self.last_scale_up = -float("inf")
+        self.unneeded_since: dict[str, float] = {}
+        self.draining: dict[str, float] = {}  # node -> drain start
+
+    def start(self) -> None:
+        if self.spec.enabled:
+            self.world.loop.at(0.0, Phase.AUTOSCALER, self.scan)
+
+    def scan(self) -> None:
+        self.scale_up()
+        self.scale_down()
+        self.world.loop.after(self.spec.scan_interval, Phase.AUTOSCALER, self.scan)
+
+    # --- scale-up ----------------------------------------------------------------------------
+    def pods_to_help(self) -> list[Pod]:
+        world = self.world
+        now = world.now
+        out = []
+        for pod in world.pending.values():
+            if pod.unschedulable_since is None or pod.terminating:
+                continue
+            if pod.priority < self.spec.expendable_pods_priority_cutoff:
+                continue
+            if pod.nominated_node is not None and pod.nominated_node in world.state.nodes:
+                continue
+            delay = pod.annotations.get(SCALE_UP_DELAY)
+            if delay is not None:
+                try:
+                    if now - pod.created_at < parse_duration(delay):
+                        continue
+                except QuantityError:
+                    pass
+            out.append(pod)
+        return out
+
+    def _snapshot_free(self) -> Vector:
+        """Free room on every node after what nominated pods hold there."""
+        state = self.world.state
+        free = state.free()
+        for node, held in state.nominated.items():
+            slot = state.slot_of[node]
+            for pod in held.values():
+                free[slot] -= state.requests_of(pod.spec)
+        return free
+
+    def _fits_somewhere(self, pod: Pod, free: Vector) -> int | None:
+        state = self.world.state
+        req = state.requests_of(pod.spec)
+        mask = self._template_mask(pod) & np.all(free >= req, axis=1)
+        hits = np.flatnonzero(mask)
+        return int(hits[0]) if len(hits) else None
+
+    def _template_mask(self, pod: Pod) -> Mask:
+        """Nodes that take the pod by labels and taints, counting upcoming nodes as Ready."""
+        state = self.world.state
+        mask = state.static_mask(pod.spec).copy()
+        for name, node in state.nodes.items():
+            if not node.ready and name not in self.draining:
+                mask[state.slot_of[name]] = label_fit(pod.spec, node.labels, node.taints) is None
+        return mask
+
+    def scale_up(self) -> None:
+        world = self.world
+        pods = sorted(self.pods_to_help(), key=lambda p: (-p.priority, p.created_at, p.seq))
+        if not pods:
+            return
+        free = self._snapshot_free()
+        state = world.state
+        remaining = []
+        for pod in pods:
+            slot = self._fits_somewhere(pod, free)
+            if slot is None:
+                remaining.append(pod)
+            else:
+                free[slot] -= state.requests_of(pod.spec)
+        if not remaining:
+            return
+        buffer = (
+            NEW_GPU_POD_BUFFER if any(p.spec.requests.requests_gpu() for p in remaining) else NEW_POD_BUFFER
+        )
+        if all(world.now - (p.unschedulable_since or world.now) < buffer for p in remaining):
+            return
+        options = [o for g in state.groups.values() if (o := self._option(g, remaining)) is not None]
+        if not options:
+            world.rec.event(world.now, "no_scale_up", pods=len(remaining))
+            return
+        choice = self._expand(options)
+        self.last_scale_up = world.now
+        world.rec.event(
+            world.now,
+            "scale_up",
+            group=choice.group.name,
+            nodes=choice.nodes,
+            pods=sorted(p.name for p in choice.pods),
+        )
+        for _ in range(choice.nodes):
+            world.provision_node(choice.group.name)
+
+    def _option(self, group: NodeGroup, pods: list[Pod]) -> Option | None:
+        state = self.world.state
+        room = group.max - len(state.nodes_of(group.name))
+        if room <= 0:
+            return None
+        cap = state.index.vector(group.capacity)
+        labels = group.node_labels()
+        helped: list[Pod] = []
+        bins: list[Vector] = []
+        for pod in sorted(pods, key=lambda p: -self._size(p, cap)):
+            if label_fit(pod.spec, labels, group.taints) is not None:
+                continue
+            req = state.requests_of(pod.spec)
+            if not np.all(req <= cap):
+                continue
+            for i, left_in_bin in enumerate(bins):
+                if np.all(left_in_bin >= req):
+                    bins[i] = left_in_bin - req
+                    helped.append(pod)
+                    break
+            else:
+                if len(bins) < room:
+                    bins.append(cap - req)
+                    helped.append(pod)
+        if not helped:
+            return None
+        cols = [state.index.position(CPU), state.index.position(MEMORY)]
+        total = cap[cols] * len(bins)
+        left = sum((b[cols] for b in bins), start=np.zeros(len(cols), dtype=np.int64))
+        waste = float(np.mean(np.where(total > 0, left / np.where(total > 0, total, 1), 0.0)))
+        return Option(group, len(bins), helped, waste)
+
+    @staticmethod
+    def _size(pod: Pod, cap: Vector) -> float:
+        return float(pod.spec.requests["cpu"]) / max(1, int(cap[0])) + float(
+            pod.spec.requests["memory"]
+        ) / max(1, int(cap[1]))
+
+    def _expand(self, options: list[Option]) -> Option:
+        expander = self.spec.expander
+        order = {name: i for i, name in enumerate(self.world.state.groups)}
+        if expander == "random":
+            return self.rng.choice(options)
+        if expander == "priority":
+            return min(options, key=lambda o: order[o.group.name])
+        if expander == "price":
+            return min(
+                options,
+                key=lambda o: (o.group.price_per_hour * o.nodes / len(o.pods), order[o.group.name]),
+            )
+        # least-waste: the most pods helped breaks ties, as the expander's filters do
+        return min(options, key=lambda o: (o.waste, -len(o.pods), order[o.group.name]))
+
+    # --- scale-down --------------------------------------------------------------------------
+    def utilization(self, node: Node) -> float:
+        state = self.world.state
+        slot = state.slot_of[node.name]
+        alloc = state.alloc[slot]
+        used = np.zeros_like(alloc)
+        for pod in state.pods_on[node.name].values():
+            if not pod.terminating and pod.owner_kind != OwnerKind.DAEMON_SET:
+                used += state.requests_of(pod.spec)
+        gpus = [g for g in state.index.gpu_positions() if alloc[g] > 0]
+        cols = gpus or [state.index.position(CPU), state.index.position(MEMORY)]
+        return max(float(used[c]) / float(alloc[c]) for c in cols if alloc[c] > 0)
+
+    def _movable(self, node: Node, free: Vector, removing: set[str]) -> bool:
+        """Every pod of the node fits on some other node that stays (a simulation on a copy)."""
+        world = self.world
+        state = world.state
+        for pod in state.pods_on[node.name].values():
+            if pod.terminating or pod.owner_kind == OwnerKind.DAEMON_SET:
+                continue
+            if pod.owner_kind in (OwnerKind.NONE, OwnerKind.NODE):
+                return False
+            allowed = world.disruptions_allowed(pod.workload)
+            if allowed is not None and allowed < 1 and pod.ready:
+                return False
+            req = state.requests_of(pod.spec)
+            mask = state.static_mask(pod.spec) & np.all(free >= req, axis=1)
+            for gone in removing | {node.name}:
+                mask[state.slot_of[gone]] = False
+            hits = np.flatnonzero(mask)
+            if not len(hits):
+                return False
+            free[hits[0]] -= req
+        return True
+
+    def scale_down(self) -> None:
+        world = self.world
+        state = world.state
+        now = world.now
+        free = state.free()
+        unneeded: set[str] = set()
+        size = {g: len(state.nodes_of(g)) for g in state.groups}
+        for name in self.draining:
+            size[state.nodes[name].group] -= 1
+        for name, node in sorted(state.nodes.items(), key=lambda kv: world.node_order[kv[0]]):
+            if not node.ready or name in self.draining:
+                continue
+            group = state.groups[node.group]
+            if size[node.group] <= group.min:
+                continue
+            if self.utilization(node) >= self.spec.scale_down_utilization_threshold:
+                continue
+            if not self._movable(node, free, unneeded):
+                continue
+            unneeded.add(name)
+            size[node.group] -= 1
+        for name in list(self.unneeded_since):
+            if name not in unneeded:
+                del self.unneeded_since[name]
+        for name in unneeded:
+            self.unneeded_since.setdefault(name, now)
+        if now - self.last_scale_up < self.spec.scale_down_delay_after_add or self.draining:
+            return
+        ripe = [
+            n
+            for n in sorted(unneeded, key=world.node_order.__getitem__)
+            if now - self.unneeded_since[n] >= self.spec.scale_down_unneeded_time
+        ]
+        empty = [n for n in ripe if not _busy(state, n)]
+        for name in empty:
+            self.unneeded_since.pop(name, None)
+            world.rec.event(now, "scale_down", node=name, group=state.nodes[name].group, empty=True)
+            world.remove_node(name, "scale_down")
+        busy = [n for n in ripe if n not in empty]
+        if busy and not empty:
+            self.drain(busy[0])
+
+    def drain(self, name: str) -> None:
+        world = self.world
+        node = world.state.nodes[name]
+        self.draining[name] = world.now
+        self.unneeded_since.pop(name, None)
+        world.set_taints(name, (*node.taints, Taint(TO_BE_DELETED, "", TaintEffect.NO_SCHEDULE)))
+        world.rec.event(world.now, "scale_down", node=name, group=node.group, empty=False)
+        self._drain_step(name)
+
+    def _drain_step(self, name: str) -> None:
+        world = self.world
+        state = world.state
+        if name not in state.nodes:
+            self.draining.pop(name, None)
+            return
+        left = [p for p in state.pods_on[name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
+        for pod in left:
+            if pod.terminating:
+                continue
+            with contextlib.suppress(EvictionRefusedError):
+                world.evict(pod, "evicted")
+        if not left:
+            self.draining.pop(name, None)
+            world.remove_node(name, "scale_down")
+            return
+        if world.now - self.draining[name] > self.spec.max_graceful_termination:
+            self.draining.pop(name, None)
+            node = state.nodes[name]
+            world.set_taints(name, tuple(t for t in node.taints if t.key != TO_BE_DELETED))
+            world.rec.event(world.now, "scale_down_failed", node=name)
+            return
+        world.loop.after(DRAIN_RETRY, Phase.AUTOSCALER, lambda: self._drain_step(name))
+
+
+def _busy(state: ClusterState, name: str) -> bool:
+    return any(p.owner_kind != OwnerKind.DAEMON_SET for p in state.pods_on[name].values())

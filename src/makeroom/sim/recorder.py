@@ -1,0 +1,96 @@
+"""What a run records: the event timeline, per-workload availability and per-group node counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class WorkloadTrack:
+    priority: int
+    desired: int
+    ready: int = 0
+    raised_at: float = 0.0
+    ready_at: float | None = None  # first time ready >= desired after the last raise
+    min_ready: int | None = None
+    unavailable_s: float = 0.0
+    evicted: int = 0
+    last_t: float = 0.0
+
+    def advance(self, t: float) -> None:
+        self.unavailable_s += max(0, self.desired - self.ready) * (t - self.last_t)
+        self.last_t = t
+
+    def observe(self, t: float) -> None:
+        if self.ready >= self.desired and self.ready_at is None:
+            self.ready_at = t
+        if self.desired > 0 and self.ready >= self.desired and self.min_ready is None:
+            self.min_ready = self.ready
+        if self.min_ready is not None:
+            self.min_ready = min(self.min_ready, self.ready)
+
+
+@dataclass(slots=True)
+class GroupTrack:
+    price_per_hour: float
+    nodes: int = 0  # every node that exists or is being provisioned (billed)
+    ready: int = 0
+    peak: int = 0
+    added: int = 0
+    removed: int = 0
+    node_seconds: float = 0.0
+    last_t: float = 0.0
+
+    def advance(self, t: float) -> None:
+        self.node_seconds += self.nodes * (t - self.last_t)
+        self.last_t = t
+
+
+@dataclass(slots=True)
+class Sample:
+    t: float
+    nodes: dict[str, int]
+    ready_nodes: dict[str, int]
+    ready: dict[str, int]
+    desired: dict[str, int]
+    pending: int
+
+
+@dataclass
+class Recorder:
+    """Integrates availability and cost exactly at each change, and keeps a series for pictures."""
+
+    workloads: dict[str, WorkloadTrack] = field(default_factory=dict)
+    groups: dict[str, GroupTrack] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    evictions: int = 0
+    keep_events: bool = True
+    keep_samples: bool = True
+
+    def event(self, t: float, kind: str, **fields: Any) -> None:
+        if self.keep_events:
+            self.events.append({"t": round(t, 3), "kind": kind, **fields})
+
+    def advance(self, t: float) -> None:
+        for w in self.workloads.values():
+            w.advance(t)
+        for g in self.groups.values():
+            g.advance(t)
+
+    def sample(self, t: float, pending: int) -> None:
+        if not self.keep_samples:
+            return
+        sample = Sample(
+            t,
+            {n: g.nodes for n, g in self.groups.items()},
+            {n: g.ready for n, g in self.groups.items()},
+            {n: w.ready for n, w in self.workloads.items()},
+            {n: w.desired for n, w in self.workloads.items()},
+            pending,
+        )
+        if self.samples and self.samples[-1].t == t:
+            self.samples[-1] = sample
+        else:
+            self.samples.append(sample)

@@ -1,0 +1,94 @@
+"""kube-scheduler: a priority queue, the filter and score stages, nomination and preemption."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from makeroom.model import Pod
+from makeroom.model.resources import CPU, MEMORY
+from makeroom.model.state import Mask
+from makeroom.sim.clock import Phase
+from makeroom.sim.preemption import eligible_to_preempt, find_preemption
+from makeroom.sim.world import World
+
+
+class Scheduler:
+    def __init__(self, world: World, preemption: bool, scoring: str) -> None:
+        self.world = world
+        self.preemption = preemption
+        self.most_allocated = scoring == "MostAllocated"
+        self._queued = False
+        world.on_change.append(self.wake)
+
+    def wake(self) -> None:
+        if not self._queued:
+            self._queued = True
+            self.world.loop.at(self.world.now, Phase.SCHEDULER, self.run_pass)
+
+    def run_pass(self) -> None:
+        self._queued = False
+        world = self.world
+        queue = sorted(world.pending.values(), key=lambda p: (-p.priority, p.created_at, p.seq))
+        # Room only shrinks during a pass, so a spec that did not fit will not fit later in it.
+        no_fit: set[object] = set()
+        no_victims: set[object] = set()
+        for pod in queue:
+            if pod.key not in world.pending:
+                continue
+            sig = (pod.spec, pod.nominated_node)
+            if sig not in no_fit:
+                node = self.select_node(pod)
+                if node is not None:
+                    world.bind(pod, node)
+                    continue
+                no_fit.add(sig)
+            if pod.unschedulable_since is None:
+                pod.unschedulable_since = world.now
+                world.rec.event(world.now, "pod_unschedulable", pod=pod.name)
+            if not self.preemption or pod.spec in no_victims:
+                continue
+            if eligible_to_preempt(world.state, pod) and not self.preempt(pod):
+                no_victims.add(pod.spec)
+
+    def select_node(self, pod: Pod) -> str | None:
+        state = self.world.state
+        if pod.nominated_node is not None and pod.nominated_node in state.slot_of:
+            slot = state.slot_of[pod.nominated_node]
+            if state.feasible(pod)[slot]:
+                return pod.nominated_node
+        mask = state.feasible(pod)
+        if not mask.any():
+            return None
+        return self.best(pod, mask)
+
+    def best(self, pod: Pod, mask: Mask) -> str:
+        """NodeResourcesFit scoring over cpu and memory, integer as in kube-scheduler; ties go to
+        the oldest node so that a run is reproducible."""
+        state = self.world.state
+        slots = np.flatnonzero(mask)
+        cols = np.array([state.index.position(CPU), state.index.position(MEMORY)])
+        alloc = state.alloc[np.ix_(slots, cols)]
+        used = state.used[np.ix_(slots, cols)] + state.requests_of(pod.spec)[cols]
+        safe = np.where(alloc > 0, alloc, 1)
+        part = (used if self.most_allocated else alloc - used) * 100 // safe
+        part = np.where(alloc > 0, part, 0)
+        score = part.sum(axis=1) // len(cols)
+        top = slots[score == score.max()]
+        names = [state.node_at[int(s)] for s in top]
+        return min((n.name for n in names if n is not None), key=self.world.node_order.__getitem__)
+
+    def preempt(self, pod: Pod) -> bool:
+        world = self.world
+        choice = find_preemption(world.state, pod, world.disruptions_allowed)
+        if choice is None:
+            return False
+        for victim in choice.victims:
+            world.count_eviction(victim)
+            world.rec.event(world.now, "preempted_by", pod=victim.name, preemptor=pod.name, node=choice.node)
+            world.delete_pod(victim, "preempted")
+        for other in list(world.state.nominated[choice.node].values()):
+            if other.priority < pod.priority:
+                world.state.clear_nomination(other)
+        world.state.nominate(pod, choice.node)
+        world.rec.event(world.now, "nominated", pod=pod.name, node=choice.node)
+        return True

@@ -1,0 +1,95 @@
+"""One simulated run: the world, its components, the scenario's events and the chosen strategy."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from makeroom.scenario import Scenario
+from makeroom.scenario.load import to_workload
+from makeroom.scenario.schema import EventSpec
+from makeroom.sim.autoscaler import Autoscaler
+from makeroom.sim.clock import EventLoop, Phase
+from makeroom.sim.recorder import Recorder
+from makeroom.sim.results import Result, summarize
+from makeroom.sim.scheduler import Scheduler
+from makeroom.sim.world import World
+
+BUILTIN_STRATEGIES = ("none", "preemption")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    strategy: str = "none"
+    seed: int = 0
+    keep_events: bool = True
+    keep_samples: bool = True
+
+
+class Simulation:
+    """Build with a scenario and options, then ``run()``; ``world.state`` is the cluster at any time."""
+
+    def __init__(self, scenario: Scenario, options: Options) -> None:
+        self.scenario = scenario
+        self.options = options
+        self.loop = EventLoop()
+        self.recorder = Recorder(keep_events=options.keep_events, keep_samples=options.keep_samples)
+        extra = {r for w in scenario.deployed.values() for r in w.spec.requests}
+        self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder)
+        spec = scenario.spec
+        preempts = options.strategy == "preemption"
+        self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
+        self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
+        self._set_up()
+
+    def _set_up(self) -> None:
+        world = self.world
+        for node in self.scenario.initial_nodes:
+            world.provision_node(node.group, ready=True)
+        for w in self.scenario.workloads:
+            world.deploy(w, announce=False)
+        for workload, node_name in self.scenario.placement:
+            world.create_pod(world.workloads[workload], node=node_name, ready=True)
+        for w in self.scenario.workloads:
+            world.reconcile(w.name)
+            world.rec.workloads[w.name].observe(0.0)
+        for event in self.scenario.spec.events:
+            self.loop.at(event.at, Phase.WORLD, self._applier(event))
+        self.autoscaler.start()
+        self.world.changed()
+
+    def _applier(self, e: EventSpec) -> Callable[[], None]:
+        world = self.world
+
+        def apply() -> None:
+            if e.scale is not None:
+                world.scale(e.scale.workload, e.scale.replicas)
+            elif e.deploy is not None:
+                w = to_workload(e.deploy)
+                world.deploy(w)
+                world.reconcile(w.name)
+            elif e.delete is not None:
+                world.delete_workload(e.delete.workload)
+            elif e.remove_node is not None:
+                world.remove_node(e.remove_node.node, "removed")
+            elif e.cordon is not None:
+                world.set_cordon(e.cordon.node, True)
+            elif e.uncordon is not None:
+                world.set_cordon(e.uncordon.node, False)
+
+        return apply
+
+    def run(self, until: float | None = None, progress: Callable[[float], None] | None = None) -> Result:
+        horizon = self.scenario.spec.duration if until is None else until
+
+        def step(t: float) -> None:
+            self.recorder.sample(t, len(self.world.pending))
+            if progress is not None:
+                progress(t)
+
+        self.recorder.sample(self.loop.now, len(self.world.pending))
+        self.loop.run_until(horizon, step)
+        self.recorder.advance(horizon)
+        self.recorder.sample(horizon, len(self.world.pending))
+        return summarize(self, horizon)
