@@ -10,7 +10,7 @@ REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 OPTIONAL = ("cluster-autoscaler",)
 
 
-class BinariesMissing(RuntimeError):
+class MissingBinariesError(RuntimeError):
     """A required binary is absent: run `bash e2e/build.sh` first."""
 
 
@@ -36,7 +36,7 @@ class Binaries:
 
     def blocked(self, name: str) -> str | None:
         """The evidence recorded by build.sh when a component cannot be had, else None."""
-        for stem in (name, name.split("-")[0]):
+        for stem in (name, name.split("-", maxsplit=1)[0]):
             f = self.directory / f"{stem}.blocked"
             if f.exists():
                 return f.read_text(encoding="utf-8", errors="replace")
@@ -51,7 +51,7 @@ class Binaries:
     def require(self) -> None:
         missing = self.missing()
         if missing:
-            raise BinariesMissing(
+            raise MissingBinariesError(
                 f"e2e binaries missing in {self.directory}: {', '.join(missing)}. "
                 "Build them with `bash e2e/build.sh` (cold: tens of minutes on 2 cores), "
                 "or set MAKEROOM_E2E=0 to skip the end-to-end tests explicitly."

@@ -30,12 +30,31 @@ def make_credentials(directory: Path) -> Credentials:
     d = directory
     _openssl("genrsa", "-out", "ca.key", "2048", cwd=d)
     _openssl(
-        "req", "-x509", "-new", "-nodes", "-key", "ca.key", "-sha256", "-days", "3650",
-        "-subj", "/CN=makeroom-e2e-ca", "-out", "ca.crt", cwd=d,
+        "req",
+        "-x509",
+        "-new",
+        "-nodes",
+        "-key",
+        "ca.key",
+        "-sha256",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=makeroom-e2e-ca",
+        "-out",
+        "ca.crt",
+        cwd=d,
     )
     _openssl("genrsa", "-out", "apiserver.key", "2048", cwd=d)
     _openssl(
-        "req", "-new", "-key", "apiserver.key", "-subj", "/CN=kube-apiserver", "-out", "apiserver.csr",
+        "req",
+        "-new",
+        "-key",
+        "apiserver.key",
+        "-subj",
+        "/CN=kube-apiserver",
+        "-out",
+        "apiserver.csr",
         cwd=d,
     )
     (d / "san.ext").write_text(
@@ -44,8 +63,23 @@ def make_credentials(directory: Path) -> Credentials:
         encoding="utf-8",
     )
     _openssl(
-        "x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "apiserver.crt", "-days", "3650", "-sha256", "-extfile", "san.ext", cwd=d,
+        "x509",
+        "-req",
+        "-in",
+        "apiserver.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "apiserver.crt",
+        "-days",
+        "3650",
+        "-sha256",
+        "-extfile",
+        "san.ext",
+        cwd=d,
     )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)

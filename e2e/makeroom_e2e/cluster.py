@@ -19,7 +19,7 @@ import yaml
 
 from .binaries import Binaries, find_binaries
 from .certs import Credentials, make_credentials
-from .procs import Process, free_port, install_signal_handlers, wait_until
+from .procs import ComponentDiedError, Process, free_port, install_signal_handlers, wait_until
 
 GROUP_LABEL = "makeroom.io/group"
 E2E_LABEL = "makeroom.io/e2e"
@@ -59,7 +59,7 @@ class AutoscalerSettings:
 
 
 def _kube_client() -> Any:
-    import kubernetes  # type: ignore[import-untyped]  # noqa: PLC0415 - heavy import, only when used
+    import kubernetes  # type: ignore[import-untyped,unused-ignore]
 
     return kubernetes
 
@@ -106,8 +106,11 @@ class ControlPlane:
     def check_alive(self) -> None:
         dead = [n for n, p in self.processes.items() if not p.alive()]
         if dead:
-            logs = "\n".join(f"--- {n} (exit {self.processes[n].popen.returncode}):\n{self.processes[n].tail()}" for n in dead)
-            raise RuntimeError(f"control-plane component(s) died: {', '.join(dead)}\n{logs}")
+            logs = "\n".join(
+                f"--- {n} (exit {self.processes[n].popen.returncode}):\n{self.processes[n].tail()}"
+                for n in dead
+            )
+            raise ComponentDiedError(f"control-plane component(s) died: {', '.join(dead)}\n{logs}")
 
     def logs(self, name: str, lines: int = 40) -> str:
         return self.processes[name].tail(lines) if name in self.processes else ""
@@ -142,7 +145,7 @@ class ControlPlane:
         return _kube_client().client.SchedulingV1Api(self.api)
 
     def wait_for(self, check: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-        """Poll `check` until true (a real-time deadline, not a fixed sleep); fail fast if a component died."""
+        """Poll `check` until true (a real-time deadline, no fixed sleep); fail fast if a component died."""
 
         def guarded() -> bool:
             self.check_alive()
@@ -183,6 +186,7 @@ class ControlPlane:
     def create_node(
         self,
         name: str,
+        *,
         group: str,
         capacity: dict[str, str],
         labels: dict[str, str] | None = None,
@@ -190,7 +194,14 @@ class ControlPlane:
         annotations: dict[str, str] | None = None,
     ) -> None:
         """A KWOK node (KWOK plays its kubelet) in node group `group`."""
-        body = node_manifest(name, group, capacity, labels or {}, taints, annotations or {})
+        body = node_manifest(
+            name,
+            group=group,
+            capacity=capacity,
+            labels=labels or {},
+            taints=taints,
+            annotations=annotations or {},
+        )
         self.core.create_node(body)
 
     def wait_nodes_ready(self, names: Iterable[str], timeout: float = 60.0) -> None:
@@ -259,7 +270,7 @@ class ControlPlane:
     # ----------------------------------------------------------------------------------- scenarios
     def load_scenario(self, path: str | Path, **kwargs: Any) -> Any:
         """Load a spec-v1 scenario; see `makeroom_e2e.scenario.load_into` for the keyword arguments."""
-        from .scenario import load_into  # noqa: PLC0415 - avoid an import cycle
+        from .scenario import load_into
 
         return load_into(self, path, **kwargs)
 
@@ -274,6 +285,7 @@ class ControlPlane:
 
 def node_manifest(
     name: str,
+    *,
     group: str,
     capacity: dict[str, str],
     labels: dict[str, str],
@@ -304,11 +316,11 @@ def node_manifest(
 
 # --------------------------------------------------------------------------------------- startup
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> bool:
-    req = urllib.request.Request(url)  # noqa: S310 - loopback URLs built here
+    req = urllib.request.Request(url)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(req, timeout=2, context=ctx) as r:  # noqa: S310
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as r:
             return bool(r.status == 200)
     except OSError:
         return False
@@ -327,22 +339,32 @@ def _start(cp: ControlPlane, name: str, argv: list[str]) -> Process:
     return p
 
 
-def _wait_healthy(cp: ControlPlane, name: str, url: str, timeout: float, ctx: ssl.SSLContext | None, token: str | None = None) -> None:
+def _wait_healthy(
+    cp: ControlPlane,
+    name: str,
+    url: str,
+    timeout: float,
+    ctx: ssl.SSLContext | None,
+    *,
+    token: str | None = None,
+) -> None:
     p = cp.processes[name]
 
     def ok() -> bool:
         if not p.alive():
-            raise RuntimeError(f"{name} exited with {p.popen.returncode}:\n{p.tail()}")
+            raise ComponentDiedError(f"{name} exited with {p.popen.returncode}:\n{p.tail()}")
         return _http_ok(url, ctx, token)
 
-    wait_until(ok, timeout, f"{name} healthy at {url}", on_timeout=lambda: p.tail())
+    wait_until(ok, timeout, f"{name} healthy at {url}", on_timeout=p.tail)
 
 
 def _write_kubeconfig(path: Path, server: str, ca: Path, token: str) -> None:
     cfg = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "makeroom-e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {"name": "makeroom-e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
         "users": [{"name": "admin", "user": {"token": token}}],
         "contexts": [{"name": "makeroom-e2e", "context": {"cluster": "makeroom-e2e", "user": "admin"}}],
         "current-context": "makeroom-e2e",
@@ -408,7 +430,7 @@ def _start_apiserver(cp: ControlPlane) -> None:
         ],
     )
     ctx = ssl.create_default_context(cafile=str(c.ca_cert))
-    _wait_healthy(cp, "kube-apiserver", f"{cp.api_url}/readyz", 90, ctx, c.token)
+    _wait_healthy(cp, "kube-apiserver", f"{cp.api_url}/readyz", 90, ctx, token=c.token)
 
 
 def _component_common(cp: ControlPlane, name: str) -> list[str]:
@@ -480,7 +502,7 @@ def _start_scheduler(cp: ControlPlane) -> None:
 
 
 def _start_kwok(cp: ControlPlane) -> None:
-    from .stages import write_kwok_config  # noqa: PLC0415
+    from .stages import write_kwok_config
 
     cfg = write_kwok_config(cp.workdir / "kwok.yaml", cp.binaries)
     port = free_port()
@@ -528,7 +550,7 @@ def autoscaler_args(cp: ControlPlane, s: AutoscalerSettings) -> list[str]:
 
 
 def _start_autoscaler(cp: ControlPlane) -> None:
-    import os  # noqa: PLC0415
+    import os
 
     name = "cluster-autoscaler"
     argv = [str(cp.binaries.path(name)), *autoscaler_args(cp, cp.autoscaler_settings)]

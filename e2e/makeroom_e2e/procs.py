@@ -52,6 +52,10 @@ def kill_group(pgid: int, grace: float = 5.0) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+class ComponentDiedError(RuntimeError):
+    """A component process exited; polling stops at once."""
+
+
 class Process:
     """One component: its command, log file and process group."""
 
@@ -141,7 +145,9 @@ def wait_until(
         try:
             if check():
                 return
-        except Exception as exc:  # noqa: BLE001 - polling: remember and retry
+        except ComponentDiedError:
+            raise
+        except Exception as exc:
             last_exc = exc
         time.sleep(interval)
     extra = f"; last error: {last_exc!r}" if last_exc else ""

@@ -36,8 +36,20 @@ STRATEGIES = ("none", "preemption", "evict", "migrate")
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _SUFFIX = {
-    "": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+    "": 1.0,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
 }
 _QTY = re.compile(r"^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
@@ -90,7 +102,7 @@ class Workload:
     preemption_policy: str = "PreemptLowerPriority"
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, str]] = field(default_factory=list)
-    pdb: dict[str, int] | None = None
+    pdb: dict[str, int | str] | None = None
     startup_time_s: float = 10.0
     termination_grace_s: float = 30.0
     placement: dict[str, int] = field(default_factory=dict)
@@ -114,6 +126,8 @@ class Scenario:
     scheduler: dict[str, Any]
     strategy: str | None
     path: Path | None = None
+    reader: str = "makeroom_e2e minimal reader"
+    placement_by_node: dict[str, dict[str, int]] | None = None
 
     def group(self, name: str) -> NodeGroup:
         return next(g for g in self.node_groups if g.name == name)
@@ -126,6 +140,10 @@ def _dumped(obj: Any) -> Any:
     return obj
 
 
+def _int_or_percent(v: Any) -> int | str:
+    return v if isinstance(v, str) and v.endswith("%") else int(v)
+
+
 def _workload(w: Mapping[str, Any]) -> Workload:
     pdb = w.get("pdb")
     return Workload(
@@ -135,8 +153,10 @@ def _workload(w: Mapping[str, Any]) -> Workload:
         requests={str(k): _qstr(v) for k, v in (w.get("requests") or {}).items()},
         preemption_policy=str(w.get("preemption_policy") or "PreemptLowerPriority"),
         node_selector={str(k): str(v) for k, v in (w.get("node_selector") or {}).items()},
-        tolerations=[{str(k): str(v) for k, v in t.items() if v is not None} for t in (w.get("tolerations") or [])],
-        pdb={str(k): int(v) for k, v in pdb.items() if v is not None} if pdb else None,
+        tolerations=[
+            {str(k): str(v) for k, v in t.items() if v is not None} for t in (w.get("tolerations") or [])
+        ],
+        pdb={str(k): _int_or_percent(v) for k, v in pdb.items() if v is not None} if pdb else None,
         startup_time_s=parse_duration(w.get("startup_time", 10)),
         termination_grace_s=parse_duration(w.get("termination_grace", 30)),
         placement={str(k): int(v) for k, v in (w.get("placement") or {}).items()},
@@ -178,17 +198,49 @@ def scenario_from_data(data: Mapping[str, Any], path: Path | None = None) -> Sce
     )
 
 
+def _milli_to_quantity(value: Any) -> str:
+    """The product's model holds quantities as integer milli-units; Kubernetes wants a quantity."""
+    if isinstance(value, str):
+        return value
+    v = int(value)
+    return str(v // 1000) if v % 1000 == 0 else f"{v}m"
+
+
+def _from_product(obj: Any, path: Path) -> Scenario:
+    """Adapt `makeroom.scenario.load_scenario`'s result (a wrapper of the pydantic ScenarioSpec)."""
+    spec = getattr(obj, "spec", obj)
+    data: dict[str, Any] = spec.model_dump(mode="json")
+    for g in data.get("node_groups") or []:
+        g["capacity"] = {k: _milli_to_quantity(v) for k, v in (g.get("capacity") or {}).items()}
+    workloads = list(data.get("workloads") or [])
+    workloads += [e["deploy"] for e in data.get("events") or [] if e.get("deploy")]
+    for w in workloads:
+        w["requests"] = {k: _milli_to_quantity(v) for k, v in (w.get("requests") or {}).items()}
+    sc = scenario_from_data(data, path)
+    sc.reader = "makeroom.scenario.load_scenario"
+    placement = getattr(obj, "placement", None)
+    if placement is not None:  # the product's own initial placement: ((workload, node), ...)
+        per: dict[str, dict[str, int]] = {}
+        for workload, node in placement:
+            per.setdefault(str(workload), {}).setdefault(str(node), 0)
+            per[str(workload)][str(node)] += 1
+        sc.placement_by_node = per
+    return sc
+
+
 def read_scenario(path: str | Path) -> Scenario:
     """The scenario at `path`, read by the product's loader when it exists, else by a minimal reader."""
     p = Path(path)
     try:
-        from makeroom.scenario import load_scenario  # type: ignore[attr-defined,unused-ignore]  # noqa: PLC0415
+        from makeroom.scenario import load_scenario
     except ImportError:
-        load_scenario = None
-    if load_scenario is not None:
-        data = _dumped(load_scenario(p))
-        if isinstance(data, Mapping):
-            return scenario_from_data(data, p)
+        pass
+    else:
+        loaded = load_scenario(p)  # invalid input: the product's InputError propagates
+        try:
+            return _from_product(loaded, p)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            pass  # its shape changed: fall back to the minimal reader below
     raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     if not isinstance(raw, Mapping):
         raise ValueError(f"{p}: not a scenario mapping")
@@ -205,7 +257,7 @@ def priority_class_name(namespace: str, workload: str) -> str:
 
 
 def _dur_annotation(seconds: float) -> str:
-    return f"{max(int(round(seconds * 1000)), 0)}ms"
+    return f"{max(round(seconds * 1000), 0)}ms"
 
 
 def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> dict[str, Any]:
@@ -216,7 +268,7 @@ def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> di
     startup = _dur_annotation(w.startup_time_s * scale)
     pod_spec: dict[str, Any] = {
         "priorityClassName": priority_class_name(ns, w.name),
-        "terminationGracePeriodSeconds": max(int(round(w.termination_grace_s * scale)), 0),
+        "terminationGracePeriodSeconds": max(round(w.termination_grace_s * scale), 0),
         "containers": [{"name": "main", "image": "registry.invalid/fake:1", "resources": resources}],
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
@@ -282,11 +334,11 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
     for g in sc.node_groups:
         node = node_manifest(
             f"{g.name}-template",
-            g.name,
-            g.capacity,
-            g.labels,
-            g.taints,
-            {
+            group=g.name,
+            capacity=g.capacity,
+            labels=g.labels,
+            taints=g.taints,
+            annotations={
                 PROVISION_DELAY_ANNOTATION: _dur_annotation(g.provision_time_s * scale),
                 "cluster-autoscaler.kwok.nodegroup/min-count": str(g.min),
                 "cluster-autoscaler.kwok.nodegroup/max-count": str(g.max),
@@ -305,13 +357,21 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "kwok-provider-config", "namespace": "kube-system", "labels": {E2E_LABEL: "true"}},
+            "metadata": {
+                "name": "kwok-provider-config",
+                "namespace": "kube-system",
+                "labels": {E2E_LABEL: "true"},
+            },
             "data": {"config": yaml.safe_dump(config)},
         },
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "kwok-provider-templates", "namespace": "kube-system", "labels": {E2E_LABEL: "true"}},
+            "metadata": {
+                "name": "kwok-provider-templates",
+                "namespace": "kube-system",
+                "labels": {E2E_LABEL: "true"},
+            },
             "data": {"templates": yaml.safe_dump(node_list)},
         },
     ]
@@ -419,7 +479,7 @@ class LoadedScenario:
                 return
             try:
                 apply_event(self, ev)
-            except Exception as exc:  # noqa: BLE001 - reported through .errors
+            except Exception as exc:
                 self.errors.append(f"{ev.kind} at {ev.at_s}s: {exc!r}")
             self.applied.append((self.scenario_time(), ev))
 
@@ -440,7 +500,9 @@ class LoadedScenario:
         return self.cp.list_pods(self.namespace, f"{WORKLOAD_LABEL}={_slug(workload)}")
 
     def ready_pods(self, workload: str) -> list[Any]:
-        return [p for p in self.workload_pods(workload) if _is_ready(p) and p.metadata.deletion_timestamp is None]
+        return [
+            p for p in self.workload_pods(workload) if _is_ready(p) and p.metadata.deletion_timestamp is None
+        ]
 
     def evicted_pods(self) -> set[str]:
         """Pods removed by the scheduler's preemption or by an eviction (autoscaler scale-down)."""
@@ -517,10 +579,7 @@ class LoadedScenario:
 
 
 def _is_ready(pod: Any) -> bool:
-    for c in pod.status.conditions or []:
-        if c.type == "Ready" and c.status == "True":
-            return True
-    return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
 def _create(cp: ControlPlane, body: dict[str, Any]) -> None:
@@ -538,7 +597,9 @@ def _add_workload(ls: LoadedScenario, w: Workload, replicas: int) -> None:
 
 
 def _scale(ls: LoadedScenario, workload: str, replicas: int) -> None:
-    ls.cp.apps.patch_namespaced_deployment_scale(_slug(workload), ls.namespace, {"spec": {"replicas": replicas}})
+    ls.cp.apps.patch_namespaced_deployment_scale(
+        _slug(workload), ls.namespace, {"spec": {"replicas": replicas}}
+    )
 
 
 def apply_event(ls: LoadedScenario, ev: Event) -> None:
@@ -563,6 +624,8 @@ def apply_event(ls: LoadedScenario, ev: Event) -> None:
                 cp.core.delete_namespaced_pod(p.metadata.name, p.metadata.namespace, grace_period_seconds=0)
     elif ev.kind == "cordon":
         cp.set_unschedulable(str(b["node"]), True)
+    elif ev.kind == "uncordon":
+        cp.set_unschedulable(str(b["node"]), False)
     else:
         raise ValueError(f"unknown event kind {ev.kind!r}")
 
@@ -581,14 +644,14 @@ def load_into(
 ) -> LoadedScenario:
     """Load the scenario at `path` and (with start=True) start its clock, observer and events.
 
-    strategy: none | preemption | evict | migrate (default: the file's, else preemption). `none` runs
+    strategy: none | preemption | evict | migrate (default: the file's, else none). `none` runs
     kube-scheduler without DefaultPreemption and gives every PriorityClass preemptionPolicy Never;
     the others run the scheduler with preemption (evict/migrate also need the makeroom controller,
     which is not part of this harness: run it against `cp.kubeconfig`).
     time_scale: real seconds per scenario second (0.1: a 1m event happens 6 s after t=0).
     """
     sc = read_scenario(path)
-    strat = strategy or sc.strategy or "preemption"
+    strat = strategy or sc.strategy or "none"
     if strat not in STRATEGIES:
         raise ValueError(f"unknown strategy {strat!r}; expected one of {', '.join(STRATEGIES)}")
     if reset:
@@ -605,14 +668,18 @@ def load_into(
         names = [f"{g.name}-{i}" for i in range(g.initial)]
         initial[g.name] = names
         for n in names:
-            body = node_manifest(n, g.name, g.capacity, g.labels, g.taints, {})
+            body = node_manifest(
+                n, group=g.name, capacity=g.capacity, labels=g.labels, taints=g.taints, annotations={}
+            )
             body["spec"]["unschedulable"] = True
             cp.core.create_node(body)
     all_nodes = [n for names in initial.values() for n in names]
     cp.wait_nodes_ready(all_nodes, timeout=timeout)
 
-    ls = LoadedScenario(cp=cp, scenario=sc, namespace=ns, strategy=strat, scale=time_scale, initial_nodes=initial)
-    plan = first_fit(sc, initial)
+    ls = LoadedScenario(
+        cp=cp, scenario=sc, namespace=ns, strategy=strat, scale=time_scale, initial_nodes=initial
+    )
+    plan = sc.placement_by_node if sc.placement_by_node is not None else first_fit(sc, initial)
     for w in sc.workloads:
         _add_workload(ls, w, 0)
 

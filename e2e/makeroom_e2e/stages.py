@@ -12,7 +12,6 @@ removed at their deletionTimestamp (upstream pod-delete), i.e. after their termi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,7 @@ POD_DIR = "pod/general"
 
 
 def stage_root(binaries: Binaries) -> Path:
-    gomod = Path(os.environ.get("GOMODCACHE", "")) if os.environ.get("MAKEROOM_E2E_GOMODCACHE") is None else Path(
-        os.environ["MAKEROOM_E2E_GOMODCACHE"]
-    )
     candidates = [binaries.stages_dir(), cache_root() / "gomod" / KWOK_MODULE / "kustomize" / "stage"]
-    if str(gomod):
-        candidates.append(gomod / KWOK_MODULE / "kustomize" / "stage")
     for c in candidates:
         if (c / NODE_FILES[0]).exists():
             return c
