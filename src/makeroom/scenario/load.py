@@ -25,7 +25,7 @@ from makeroom.model import (
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
-from makeroom.scenario.errors import InputError, Problem, from_validation_error
+from makeroom.errors import InputError, Problem, from_validation_error
 from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
 
 

@@ -1,0 +1,74 @@
+"""Builds runs: a scenario, a strategy, and the simulated cluster (plus the controller, for the
+strategies that need it). Tests, benchmarks and commands all go through here."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from makeroom.errors import InputError, Problem
+from makeroom.scenario import Scenario, load_scenario
+from makeroom.scenario.schema import STRATEGIES
+from makeroom.sim import BUILTIN_STRATEGIES, Options, Result, Simulation
+
+Progress = Callable[[float], None]
+
+
+def available_strategies() -> tuple[str, ...]:
+    return BUILTIN_STRATEGIES
+
+
+def check_strategy(name: str, source: str = "--strategy") -> None:
+    if name not in STRATEGIES:
+        raise InputError(source, [Problem("", f"expected one of {', '.join(STRATEGIES)}, got {name!r}")])
+    if name not in available_strategies():
+        raise InputError(
+            source,
+            [
+                Problem(
+                    "",
+                    f"strategy {name!r} needs the relocation controller, which this build does not "
+                    f"have yet; available: {', '.join(available_strategies())}",
+                )
+            ],
+        )
+
+
+def build(scenario: Scenario, strategy: str | None = None, seed: int = 0, **options: bool) -> Simulation:
+    chosen = strategy or scenario.strategy
+    check_strategy(chosen, "--strategy" if strategy else f"{scenario.source}: controller.strategy")
+    return Simulation(scenario, Options(strategy=chosen, seed=seed, **options))
+
+
+def simulate(
+    scenario: Scenario, strategy: str | None = None, seed: int = 0, progress: Progress | None = None
+) -> Result:
+    return build(scenario, strategy, seed).run(progress=progress)
+
+
+def parse_strategies(text: str | None) -> list[str]:
+    names = list(available_strategies()) if not text else [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise InputError("--strategies", [Problem("", "expected a comma-separated list of strategies")])
+    for name in names:
+        check_strategy(name, "--strategies")
+    return names
+
+
+def bundled_scenarios() -> list[Path]:
+    import makeroom.examples
+
+    return sorted(Path(makeroom.examples.__file__).parent.glob("seed-*.yaml"))
+
+
+def load_all(paths: Sequence[Path]) -> list[Scenario]:
+    return [load_scenario(p) for p in paths]
+
+
+class WallTimer:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
