@@ -1,0 +1,114 @@
+"""Unit tests of the e2e harness's pure parts (no binaries needed, not marked e2e)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from makeroom_e2e.cluster import SchedulerSettings, scheduler_config
+from makeroom_e2e.scenario import (
+    deployment_manifest,
+    first_fit,
+    kwok_provider_configmaps,
+    parse_duration,
+    parse_quantity,
+    priority_class_manifest,
+    read_scenario,
+    scenario_from_data,
+)
+
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "scenarios"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("5m", 300), ("1h30m", 5400), (12, 12), ("1.5", 1.5)]
+)
+def test_parse_duration(text: object, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "value"), [("400m", 0.4), ("16Gi", 16 * 2**30), ("2", 2), ("1k", 1000)])
+def test_parse_quantity(text: str, value: float) -> None:
+    assert parse_quantity(text) == pytest.approx(value)
+
+
+@pytest.mark.skipif(
+    not (SEEDS / "seed-1-relocate.yaml").exists(), reason="shared/scenarios not beside the repo"
+)
+def test_minimal_reader_agrees_with_the_product_reader() -> None:
+    path = SEEDS / "seed-1-relocate.yaml"
+    mine = scenario_from_data(yaml.safe_load(path.read_text(encoding="utf-8")), path)
+    theirs = read_scenario(path)
+    assert [g.name for g in mine.node_groups] == [g.name for g in theirs.node_groups]
+    for a, b in zip(mine.node_groups, theirs.node_groups, strict=True):
+        assert {k: parse_quantity(v) for k, v in a.capacity.items()} == {
+            k: parse_quantity(v) for k, v in b.capacity.items()
+        }
+        assert (a.min, a.max, a.initial, a.provision_time_s) == (b.min, b.max, b.initial, b.provision_time_s)
+    assert [(e.at_s, e.kind, e.body) for e in mine.events] == [
+        (e.at_s, e.kind, e.body) for e in theirs.events
+    ]
+    initial = {g.name: [f"{g.name}-{i}" for i in range(g.initial)] for g in mine.node_groups}
+    assert first_fit(mine, initial) == {"iris-classifier": {"cpu-0": 5, "gpu-0": 5}, "text-generator": {}}
+    if theirs.placement_by_node is not None:
+        assert theirs.placement_by_node == {"iris-classifier": {"cpu-0": 5, "gpu-0": 5}}
+
+
+def _seed_like() -> dict[str, object]:
+    return {
+        "version": 1,
+        "name": "t",
+        "duration": "10m",
+        "node_groups": [
+            {
+                "name": "gpu",
+                "capacity": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
+                "max": 2,
+                "initial": 1,
+                "provision_time": "4m",
+            },
+        ],
+        "workloads": [
+            {
+                "name": "tg",
+                "replicas": 1,
+                "priority": 1000,
+                "requests": {"cpu": "3", "nvidia.com/gpu": 1},
+                "startup_time": "60s",
+                "termination_grace": "30s",
+            },
+        ],
+    }
+
+
+def test_deployment_has_no_pin_and_scaled_delays() -> None:
+    sc = scenario_from_data(_seed_like())
+    d = deployment_manifest("ns", sc.workloads[0], 1, 0.1)
+    spec = d["spec"]["template"]["spec"]
+    assert "nodeName" not in spec and "affinity" not in spec and "nodeSelector" not in spec
+    assert spec["terminationGracePeriodSeconds"] == 3
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert d["spec"]["template"]["metadata"]["annotations"]["pod-ready.stage.kwok.x-k8s.io/delay"] == "6000ms"
+
+
+def test_strategy_none_means_no_preemption() -> None:
+    sc = scenario_from_data(_seed_like())
+    assert priority_class_manifest("ns", sc.workloads[0], "none")["preemptionPolicy"] == "Never"
+    assert (
+        priority_class_manifest("ns", sc.workloads[0], "preemption")["preemptionPolicy"]
+        == "PreemptLowerPriority"
+    )
+    cfg = scheduler_config(Path("/k"), SchedulerSettings(preemption=False))
+    assert cfg["profiles"][0]["plugins"]["postFilter"]["disabled"] == [{"name": "DefaultPreemption"}]
+    assert "plugins" not in scheduler_config(Path("/k"), SchedulerSettings())["profiles"][0]
+
+
+def test_kwok_provider_templates_carry_group_bounds_and_provision_delay() -> None:
+    sc = scenario_from_data(_seed_like())
+    cms = kwok_provider_configmaps(sc, 0.1)
+    templates = yaml.safe_load(cms[1]["data"]["templates"])["items"]
+    ann = templates[0]["metadata"]["annotations"]
+    assert ann["cluster-autoscaler.kwok.nodegroup/max-count"] == "2"
+    assert ann["makeroom.io/provision-delay"] == "24000ms"
+    assert templates[0]["metadata"]["labels"]["makeroom.io/group"] == "gpu"
