@@ -10,6 +10,7 @@ from makeroom.model.resources import PODS, Resources
 
 GROUP_LABEL = "makeroom.io/group"
 DO_NOT_MOVE = "makeroom.io/do-not-move"
+MOVED_AT = "makeroom.io/moved-at"  # seconds (a decimal string) when makeroom last moved the pod
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"

@@ -1,0 +1,221 @@
+"""The planner's value types: its policy, and the plan it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from makeroom.model import Pod
+
+
+class _Described(StrEnum):
+    """A reason enum whose members each carry a sentence for users (their ``__doc__``)."""
+
+    def __new__(cls, value: str, doc: str = "") -> _Described:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.__doc__ = " ".join(doc.split())
+        return member
+
+    @property
+    def why(self) -> str:
+        return self.__doc__ or ""
+
+
+class UnplaceableReason(_Described):
+    """Why the planner leaves a pending pod where it is."""
+
+    NO_COMPATIBLE_NODE = (
+        "no-compatible-node",
+        """No node and no node group can ever take the pod: its node selector, affinity or
+        tolerations exclude them all, or its requests exceed what one whole node holds.""",
+    )
+    NO_ROOM_TO_MAKE = (
+        "no-room-to-make",
+        """Every group the pod may use is at its max, and on no node it may use would moving the
+        lower-priority pods that are allowed to move free enough room.""",
+    )
+    NO_DESTINATION = (
+        "no-destination",
+        """Room could be made for the pod, but the pods that would have to leave have nowhere to go:
+        no unclaimed room on another node they may use, and no group they may use can grow within
+        its max (a new node of a group the pending pod could use is never taken).""",
+    )
+    PREEMPTION_NEVER = (
+        "preemption-never",
+        """The pod's preemptionPolicy is Never, so makeroom moves nothing for it, and every group it
+        may use is at its max.""",
+    )
+    MOVE_LIMIT = (
+        "move-limit",
+        """Making room would take more moves than the policy allows in one plan
+        (max_moves_in_flight).""",
+    )
+    EXACT_LIMIT = (
+        "exact-limit",
+        """Exact mode gave up: the search for this pod went past its step limit. Plan without
+        exact mode, or on a smaller cluster.""",
+    )
+
+
+class NotMovable(_Described):
+    """Why a pod may not be moved to make room (the victim rules of design.md)."""
+
+    NOT_BOUND = "not-bound", "The pod is not running on a node."
+    TERMINATING = "terminating", "The pod is already being deleted."
+    NO_CONTROLLER = (
+        "no-controller",
+        "Nothing would recreate the pod elsewhere: it has no owning controller.",
+    )
+    MIRROR = "mirror", "A mirror pod of a static pod: it lives and dies with its node."
+    DAEMON_SET = "daemonset", "A DaemonSet pod belongs to its node."
+    SYSTEM_CRITICAL = (
+        "system-critical",
+        "The pod is system-critical (a system priority class or priority).",
+    )
+    LOCAL_STORAGE = (
+        "local-storage",
+        "The pod keeps data on its node (an emptyDir or local volume) that a move would lose.",
+    )
+    OPTED_OUT = (
+        "opted-out",
+        "The pod opts out with the makeroom.io/do-not-move annotation.",
+    )
+    COOLDOWN = (
+        "cooldown",
+        "makeroom moved the pod recently (makeroom.io/moved-at is within the cooldown).",
+    )
+
+
+class PlacementReason(_Described):
+    """How a pending pod gets its room."""
+
+    FITS_NOW = "fits-now", "The pod fits on an existing node now; the scheduler will place it."
+    RELOCATION = (
+        "relocation",
+        "Room is made on an existing node by moving lower-priority pods that all have a destination.",
+    )
+    NEW_NODE = (
+        "new-node",
+        """The pod gets a new node of its group, which costs less than (or the same as) making room
+        by moving pods, or moving pods cannot make room.""",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What the planner may do. ``now`` is on the same clock as the pods' annotations (seconds)."""
+
+    now: float = 0.0
+    cooldown: float = 600.0  # a pod moved less than this long ago is not moved again
+    max_moves_in_flight: int | None = None  # most moves one plan may hold; None: no limit
+    exact: bool = False  # exhaustive search per pending pod (small clusters)
+    max_candidates: int = 24  # heuristic: nodes with a valid plan examined per pending pod
+    use_upcoming_nodes: bool = True  # victims may go to nodes still being provisioned
+    skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
+    exact_step_limit: int = 2_000_000  # exact mode: search steps per pending pod before giving up
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    pod: Pod
+    node: str | None
+    new_node_group: str | None
+    reason: PlacementReason
+    new_node_index: int | None = None  # which of the plan's new nodes of that group (0-based)
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pod": self.pod.name,
+            "node": self.node,
+            "new_node_group": self.new_node_group,
+            "reason": self.reason.value,
+        }
+        if self.new_node_index is not None:
+            out["new_node_index"] = self.new_node_index
+        if self.detail:
+            out["why"] = self.detail
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    pod: Pod
+    workload: str | None
+    from_node: str
+    to_node: str | None
+    to_new_node_group: str | None
+    reason: str  # one line: for which pod, and why this destination
+    for_pod: Pod
+    new_node_index: int | None = None  # which of the plan's new nodes of that group (0-based)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pod": self.pod.name,
+            "workload": self.workload,
+            "from_node": self.from_node,
+            "to_node": self.to_node,
+            "to_new_node_group": self.to_new_node_group,
+            "for_pod": self.for_pod.name,
+            "why": self.reason,
+        }
+        if self.new_node_index is not None:
+            out["new_node_index"] = self.new_node_index
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    pod: Pod
+    reason: UnplaceableReason
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pod": self.pod.name, "reason": self.reason.value, "why": self.reason.why}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStats:
+    moves: int = 0
+    new_nodes: int = 0
+    plan_ms: float = 0.0  # filled in by the caller, who owns the clock
+    pending: int = 0  # pending pods considered
+    nodes_examined: int = 0  # candidate nodes whose pods were looked at
+    exact: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "moves": self.moves,
+            "new_nodes": self.new_nodes,
+            "plan_ms": round(self.plan_ms, 3),
+            "pending": self.pending,
+            "nodes_examined": self.nodes_examined,
+            "exact": self.exact,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    placements: tuple[Placement, ...] = ()
+    moves: tuple[Move, ...] = ()
+    scale_ups: Mapping[str, int] = field(default_factory=dict)
+    unplaceable: tuple[Unplaceable, ...] = ()
+    stats: PlanStats = field(default_factory=PlanStats)
+
+    def with_plan_ms(self, ms: float) -> Plan:
+        return replace(self, stats=replace(self.stats, plan_ms=ms))
+
+    def moves_for(self, pod: Pod) -> list[Move]:
+        return [m for m in self.moves if m.for_pod is pod]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan object of spec/scenario-v1.md, plus optional extras (``why``, ``for_pod``)."""
+        return {
+            "placements": [p.to_json() for p in self.placements],
+            "moves": [m.to_json() for m in self.moves],
+            "scale_ups": dict(self.scale_ups),
+            "unplaceable": [u.to_json() for u in self.unplaceable],
+            "stats": self.stats.to_json(),
+        }
