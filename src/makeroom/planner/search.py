@@ -551,20 +551,23 @@ class Planner:
                 )
             )
         versus = (
-            f"no group {pod.name} may use can grow"
+            "no group it may use can grow"
             if own is None
             else f"a new node for it would cost {own.cost:.2f}/h"
         )
+        landing = (
+            "all to unclaimed room on other nodes"
+            if option.added == 0
+            else f"needing {option.added} new node(s) at {option.cost:.2f}/h"
+        )
+        count = len(option.victims)
         self.placements.append(
             Placement(
                 pod,
                 node_name,
                 None,
                 PlacementReason.RELOCATION,
-                detail=(
-                    f"{len(option.victims)} lower-priority pod(s) move off {node_name}, "
-                    f"new nodes for them {option.cost:.2f}/h ({option.added}); {versus}"
-                ),
+                detail=f"{count} lower-priority pod(s) move off {node_name}, {landing}; {versus}",
             )
         )
 

@@ -1,0 +1,141 @@
+"""``makeroom plan``: what makeroom would move, where, and why, without doing it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from makeroom.cli.app import app
+from makeroom.cli.common import console, guarded, print_json, usage_error
+from makeroom.errors import InputError, Problem
+from makeroom.model import QuantityError, parse_duration
+from makeroom.model.state import ClusterState
+from makeroom.planner import Plan, Policy, plan
+from makeroom.scenario import parse_scenario, read_yaml
+from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
+
+FileArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A scenario file (spec v1), or a dump: kubectl get nodes,pods,poddisruptionbudgets -A -o yaml "
+        "(optionally with the cluster-autoscaler-status ConfigMap among the items).",
+        show_default=False,
+    ),
+]
+
+
+def state_of_scenario(data: Any, file: str, at: float) -> ClusterState:
+    """The scenario's cluster at ``at`` seconds, reached by simulating with strategy ``none``."""
+    from makeroom.sim import Options, Simulation
+
+    scenario = parse_scenario(data, file)
+    sim = Simulation(scenario, Options(strategy="none", keep_events=False, keep_samples=False))
+    sim.run(until=at)
+    return sim.world.state
+
+
+def state_of_dump(data: Mapping[str, Any], file: str, groups: GroupConfig | None) -> ClusterState:
+    if "items" in data:
+        items = data["items"]
+        if not isinstance(items, list):
+            raise InputError(file, [Problem("items", "expected a list of Kubernetes objects")])
+    else:
+        items = [data]
+    return state_from_objects(items, groups, None, source=file, prefix="items")
+
+
+def load_state(file: Path, at: float, groups_file: Path | None) -> tuple[ClusterState, float, str]:
+    """The state to plan on, the planner's ``now``, and a short description of where it came from."""
+    data = read_yaml(file)
+    if is_kube_dump(data):
+        groups = parse_group_config(read_yaml(groups_file), str(groups_file)) if groups_file else None
+        state = state_of_dump(data, str(file), groups)
+        return state, time.time(), f"{file} (a dump of {len(state.nodes)} nodes, {len(state.pods)} pods)"
+    if groups_file is not None:
+        raise InputError("--groups", [Problem("", "applies to a Kubernetes dump, not to a scenario")])
+    name = data.get("name", file.stem) if isinstance(data, Mapping) else file.stem
+    return state_of_scenario(data, str(file), at), at, f"{name} at {at:g}s"
+
+
+def timed_plan(state: ClusterState, policy: Policy) -> Plan:
+    start = time.perf_counter()
+    result = plan(state, policy)
+    return result.with_plan_ms((time.perf_counter() - start) * 1000.0)
+
+
+@app.command("plan")
+def plan_cmd(
+    file: FileArg,
+    at: Annotated[
+        str, typer.Option("--at", help="For a scenario: plan on its state at this time (30s, 5m, 70).")
+    ] = "0",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan object of the spec.")] = False,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Exhaustive search per pending pod (small clusters only).")
+    ] = False,
+    groups: Annotated[
+        Path | None,
+        typer.Option(
+            "--groups",
+            help="For a dump without the autoscaler's status: a YAML file with each node group's min, max, "
+            "price_per_hour and node template (see docs/planner.md).",
+        ),
+    ] = None,
+) -> None:
+    """Show what makeroom would move, and where, so that the pending pods can run; change nothing."""
+
+    def go() -> None:
+        try:
+            when = parse_duration(at)
+        except QuantityError as exc:
+            usage_error(f"--at: {exc}")
+        state, now, origin = load_state(file, when, groups)
+        result = timed_plan(state, Policy(now=now, exact=exact))
+        if json_out:
+            print_json(result.to_json())
+        else:
+            print_plan(result, origin)
+
+    guarded(go)
+
+
+def print_plan(result: Plan, origin: str) -> None:
+    out = console
+    s = result.stats
+    new_nodes = ", ".join(f"{g} +{n}" for g, n in result.scale_ups.items()) or "none"
+    out.print(
+        f"{origin}: {s.pending} pending pod(s), {s.moves} move(s), new nodes: {new_nodes} "
+        f"({s.plan_ms:.1f} ms{', exact' if s.exact else ''})",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    for p in result.placements:
+        where = p.node if p.node is not None else f"a new {p.new_node_group} node"
+        out.print(
+            f"  place {p.pod.name} on {where}: {p.reason.value}: {p.detail}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        for m in result.moves_for(p.pod):
+            to = m.to_node if m.to_node is not None else f"new {m.to_new_node_group} node #{m.new_node_index}"
+            out.print(
+                f"    move {m.pod.name} ({m.workload}) {m.from_node} -> {to}: {m.reason}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+    for u in result.unplaceable:
+        out.print(
+            f"  cannot place {u.pod.name}: {u.reason.value}: {u.reason.why}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not result.placements and not result.unplaceable:
+        out.print("  nothing is pending: nothing to do", markup=False, highlight=False, soft_wrap=True)

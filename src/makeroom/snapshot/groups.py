@@ -1,0 +1,240 @@
+"""Node groups of a real cluster: which group a node is in, and each group's min, max, price and
+template, from the cluster-autoscaler's status ConfigMap or from a small ``--groups`` file.
+
+The groups file (YAML), order = preference (first is most preferred)::
+
+    groups:
+      - name: cpu                 # the value of the node group label on its nodes
+        min: 1                    # required unless the autoscaler status gives it
+        max: 4                    # required unless the autoscaler status gives it
+        price_per_hour: 0.17      # optional (default 0: new nodes are then compared by count)
+        capacity: {cpu: "4", memory: 16Gi, pods: 110}   # allocatable of one new node; optional when
+                                                        #   the group has a node to copy it from
+        labels: {node.kubernetes.io/instance-type: m5.xlarge}   # optional template labels
+        taints: [{key: gpu, value: "true", effect: NoSchedule}] # optional template taints
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from makeroom.errors import InputError, Problem
+from makeroom.model import GROUP_LABEL, QuantityError, Resources, Taint, TaintEffect
+from makeroom.snapshot.quantities import quantity
+
+GROUP_LABELS = (
+    GROUP_LABEL,
+    "eks.amazonaws.com/nodegroup",
+    "alpha.eksctl.io/nodegroup-name",
+    "karpenter.sh/nodepool",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "kwok-nodegroup",
+)
+"""Node labels that name a node's group, in the order they are looked up."""
+
+STATUS_CONFIGMAP = "cluster-autoscaler-status"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """What a groups file says about one group; None where it says nothing."""
+
+    name: str
+    min: int | None = None
+    max: int | None = None
+    price_per_hour: float | None = None
+    capacity: Resources | None = None
+    labels: Mapping[str, str] | None = None
+    taints: tuple[Taint, ...] | None = None
+    path: str = ""  # key path of the entry in its file, for messages
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    groups: tuple[GroupSpec, ...] = ()
+    source: str = "--groups"
+
+    def get(self, name: str) -> GroupSpec | None:
+        return next((g for g in self.groups if g.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupBounds:
+    min: int
+    max: int
+    names: tuple[str, ...] = field(default=())  # the autoscaler's node group names that made them
+
+
+def group_of(labels: Mapping[str, str]) -> str | None:
+    for key in GROUP_LABELS:
+        value = labels.get(key)
+        if value:
+            return value
+    return None
+
+
+def _int(value: Any, path: str, problems: list[Problem]) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        problems.append(Problem(path, f"expected a whole number of nodes >= 0, got {value!r}"))
+        return None
+    return value
+
+
+def parse_group_config(data: Any, file: str) -> GroupConfig:
+    """Check a groups file (already parsed YAML); every problem is reported with its key path."""
+    problems: list[Problem] = []
+    if not isinstance(data, Mapping) or not isinstance(data.get("groups"), list):
+        raise InputError(file, [Problem("groups", "expected a list of node groups under 'groups:'")])
+    out: list[GroupSpec] = []
+    seen: set[str] = set()
+    allowed = {"name", "min", "max", "price_per_hour", "capacity", "labels", "taints"}
+    for i, entry in enumerate(data["groups"]):
+        where = f"groups[{i}]"
+        if not isinstance(entry, Mapping):
+            problems.append(Problem(where, "expected a mapping with name, min, max ..."))
+            continue
+        for key in entry:
+            if key not in allowed:
+                problems.append(Problem(f"{where}.{key}", f"unknown key; expected one of {sorted(allowed)}"))
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(Problem(f"{where}.name", "expected the group's name (a non-empty string)"))
+            continue
+        if name in seen:
+            problems.append(Problem(f"{where}.name", f"expected a unique name, {name!r} is listed twice"))
+        seen.add(name)
+        gmin = _int(entry.get("min"), f"{where}.min", problems)
+        gmax = _int(entry.get("max"), f"{where}.max", problems)
+        if gmin is not None and gmax is not None and gmin > gmax:
+            problems.append(Problem(f"{where}.min", f"expected min <= max ({gmax}), got {gmin}"))
+        price = entry.get("price_per_hour")
+        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float) or price < 0):
+            problems.append(Problem(f"{where}.price_per_hour", f"expected a number >= 0, got {price!r}"))
+            price = None
+        capacity = None
+        if entry.get("capacity") is not None:
+            capacity = _resources(entry["capacity"], f"{where}.capacity", problems)
+        labels = entry.get("labels")
+        if labels is not None and (
+            not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values())
+        ):
+            problems.append(Problem(f"{where}.labels", "expected a mapping of label to string value"))
+            labels = None
+        taints = None
+        if entry.get("taints") is not None:
+            taints = parse_taints(entry["taints"], f"{where}.taints", problems)
+        out.append(
+            GroupSpec(
+                name,
+                gmin,
+                gmax,
+                None if price is None else float(price),
+                capacity,
+                None if labels is None else {str(k): v for k, v in labels.items()},
+                taints,
+                where,
+            )
+        )
+    if problems:
+        raise InputError(file, problems)
+    return GroupConfig(tuple(out), file)
+
+
+def _resources(value: Any, path: str, problems: list[Problem]) -> Resources | None:
+    if not isinstance(value, Mapping):
+        problems.append(Problem(path, "expected a mapping of resource name to quantity"))
+        return None
+    items: dict[str, int] = {}
+    for name, q in value.items():
+        try:
+            items[str(name)] = quantity(q)
+        except QuantityError as exc:
+            problems.append(Problem(f"{path}.{name}", str(exc)))
+    return Resources(items)
+
+
+def parse_taints(value: Any, path: str, problems: list[Problem]) -> tuple[Taint, ...]:
+    if not isinstance(value, list):
+        problems.append(Problem(path, "expected a list of {key, value, effect}"))
+        return ()
+    out = []
+    effects = {e.value for e in TaintEffect}
+    for i, t in enumerate(value):
+        if not isinstance(t, Mapping) or not isinstance(t.get("key"), str):
+            problems.append(Problem(f"{path}[{i}].key", "expected a taint with a string key"))
+            continue
+        effect = t.get("effect", "NoSchedule")
+        if effect not in effects:
+            problems.append(
+                Problem(f"{path}[{i}].effect", f"expected one of {sorted(effects)}, got {effect!r}")
+            )
+            continue
+        out.append(Taint(t["key"], str(t.get("value") or ""), TaintEffect(effect)))
+    return tuple(out)
+
+
+_TEXT_NAME = re.compile(r"^\s*Name:\s*(\S+)\s*$")
+_TEXT_BOUNDS = re.compile(r"minSize=(\d+),\s*maxSize=(\d+)")
+
+
+def parse_autoscaler_status(configmap: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """min and max per autoscaler node group, from the status ConfigMap's ``data.status``: the YAML
+    status of cluster-autoscaler 1.30 and later, or the older text status."""
+    data = configmap.get("data") or {}
+    text = data.get("status") if isinstance(data, Mapping) else None
+    if not isinstance(text, str):
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        parsed = None
+    if isinstance(parsed, Mapping) and isinstance(parsed.get("nodeGroups"), list):
+        for ng in parsed["nodeGroups"]:
+            if not isinstance(ng, Mapping) or not isinstance(ng.get("name"), str):
+                continue
+            health = ng.get("health") if isinstance(ng.get("health"), Mapping) else ng
+            assert isinstance(health, Mapping)
+            lo, hi = health.get("minSize", ng.get("minSize")), health.get("maxSize", ng.get("maxSize"))
+            if isinstance(lo, int) and isinstance(hi, int):
+                out[ng["name"]] = (lo, hi)
+        return out
+    name: str | None = None
+    in_groups = False
+    for line in text.splitlines():
+        if line.strip().startswith("NodeGroups:"):
+            in_groups = True
+            continue
+        if not in_groups:
+            continue
+        m = _TEXT_NAME.match(line)
+        if m:
+            name = m.group(1)
+            continue
+        b = _TEXT_BOUNDS.search(line)
+        if b and name is not None:
+            out[name] = (int(b.group(1)), int(b.group(2)))
+            name = None
+    return out
+
+
+def bounds_for(group: str, status: Mapping[str, tuple[int, int]]) -> GroupBounds | None:
+    """The autoscaler's bounds for a label group: its node group of the same name, else the ones
+    whose name holds the group's name as a token (an EKS ASG ``eks-<group>-<id>``, or one GKE
+    instance group per zone, whose bounds add up)."""
+    if group in status:
+        lo, hi = status[group]
+        return GroupBounds(lo, hi, (group,))
+    token = re.compile(rf"(^|[-/_.]){re.escape(group)}($|[-/_.])")
+    names = sorted(n for n in status if token.search(n))
+    if not names:
+        return None
+    return GroupBounds(sum(status[n][0] for n in names), sum(status[n][1] for n in names), tuple(names))
