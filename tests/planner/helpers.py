@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import makeroom.examples
-from makeroom.cli.main import app
+from makeroom.cli import commands  # noqa: F401  (registers the commands)
+from makeroom.cli.app import app
 from makeroom.model import (
     GROUP_LABEL,
     Node,
