@@ -1,0 +1,145 @@
+"""Which timeline events a picture marks, in which lane, with which marker; and their aggregation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Lanes of the events panel, top to bottom.
+LANES: tuple[str, ...] = ("scenario", "nodes", "disruption", "relocation", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class EventStyle:
+    lane: str
+    marker: str
+    label: str
+    size: float = 42.0
+    filled: bool = True
+    trigger: bool = False  # also drawn as a faint vertical line across every panel of the column
+    counted: bool = True  # label a mark that stands for several events with its count
+
+
+# Known kinds, in the order of the rows of the events panel; the label names the row.
+KNOWN: Mapping[str, EventStyle] = {
+    "deploy": EventStyle("scenario", "P", "deploy", 50.0, trigger=True),
+    "scale": EventStyle("scenario", "D", "scale replicas", 34.0, trigger=True),
+    "delete": EventStyle("scenario", "X", "delete", 50.0, trigger=True),
+    "cordon": EventStyle("scenario", "s", "cordon", 34.0, filled=False, trigger=True),
+    "uncordon": EventStyle("scenario", "s", "uncordon", 34.0, trigger=True),
+    "scale_up": EventStyle("nodes", "^", "scale-up"),
+    "node_ready": EventStyle("nodes", "o", "node Ready", 36.0),
+    "scale_down": EventStyle("nodes", "v", "scale-down"),
+    "scale_down_failed": EventStyle("nodes", "v", "scale-down failed", filled=False),
+    "node_removed": EventStyle("nodes", "x", "node removed", 48.0),
+    "preempted": EventStyle("disruption", "v", "preempted", 46.0),
+    "evicted": EventStyle("disruption", "X", "evicted", 46.0),
+    "eviction_refused": EventStyle("disruption", "|", "evict refused", 60.0, counted=False),
+    "relocation_started": EventStyle("relocation", ">", "relocation start"),
+    "moved": EventStyle("relocation", "o", "moved", 36.0, filled=False),
+    "relocation_done": EventStyle("relocation", "*", "relocation done", 80.0),
+    "relocation_rolled_back": EventStyle("relocation", "<", "rolled back", filled=False),
+}
+
+# Kinds left off the picture: per-pod bookkeeping that the curves already show, or duplicates.
+IGNORED: frozenset[str] = frozenset(
+    {
+        "pod_created",
+        "pod_scheduled",
+        "pod_ready",
+        "pod_gone",
+        "pod_unschedulable",
+        "nominated",
+        "preempted_by",  # the same victim as "preempted", seen from the preemptor
+        "no_scale_up",  # repeated every scan while pods wait; the pending panel shows it
+        "node_provisioning",  # at the same instant as its scale_up
+        "node_missing",
+        "workload_missing",
+    }
+)
+
+RELOCATION_GENERIC = EventStyle("relocation", "d", "", 34.0, filled=False)
+OTHER = EventStyle("other", "d", "", 30.0)
+
+
+def style_of(kind: str) -> EventStyle | None:
+    """The style for a kind; None for kinds left off. Unknown kinds are drawn generically."""
+    if kind in IGNORED:
+        return None
+    known = KNOWN.get(kind)
+    if known is not None:
+        return known
+    if kind.startswith(("relocation", "relocate", "migrat", "move")):
+        return RELOCATION_GENERIC
+    return OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Events of one kind and one group/workload that fall into one time bin."""
+
+    t_s: float  # time of the first of them
+    kind: str
+    key: str | None  # the node group or workload that gives the colour; None for neutral
+    count: int
+
+
+def color_key(event: Mapping[str, Any], workloads: Sequence[str]) -> str | None:
+    group = event.get("group")
+    if isinstance(group, str):
+        return group
+    workload = event.get("workload")
+    if isinstance(workload, str):
+        return workload
+    pod = event.get("pod")
+    if isinstance(pod, str) and "-" in pod:
+        owner = pod.rsplit("-", 1)[0]
+        if owner in workloads:
+            return owner
+    return None
+
+
+def _weight(event: Mapping[str, Any]) -> int:
+    if event.get("kind") == "scale_up":
+        nodes = event.get("nodes")
+        if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
+            return nodes
+    return 1
+
+
+def aggregate(
+    events: Iterable[Mapping[str, Any]], duration_s: float, workloads: Sequence[str], bins: int = 400
+) -> list[Mark]:
+    """Marks for the drawn events: same kind and colour within 1/bins of the run share one mark."""
+    width = duration_s / bins if duration_s > 0 else 1.0
+    found: dict[tuple[str, str | None, int], list[float]] = {}
+    for event in events:
+        kind = event.get("kind")
+        t = event.get("t")
+        if not isinstance(kind, str) or not isinstance(t, int | float) or style_of(kind) is None:
+            continue
+        key = color_key(event, workloads)
+        slot = found.setdefault((kind, key, int(t // width)), [float(t), 0.0])
+        slot[1] += _weight(event)
+    marks = [Mark(t, kind, key, int(n)) for (kind, key, _), (t, n) in found.items()]
+    marks.sort(key=lambda m: (m.t_s, m.kind, m.key or ""))
+    return marks
+
+
+def label_of(kind: str) -> str:
+    """The row label for a kind: its known label, or the kind itself."""
+    style = style_of(kind)
+    return style.label if style is not None and style.label else kind
+
+
+def row_order(kinds: Iterable[str]) -> list[str]:
+    """Drawn kinds in row order: by lane, known kinds as KNOWN lists them, then the others by name."""
+    known = list(KNOWN)
+
+    def key(kind: str) -> tuple[int, int, str]:
+        style = style_of(kind)
+        assert style is not None
+        return (LANES.index(style.lane), known.index(kind) if kind in KNOWN else len(known), kind)
+
+    return sorted({k for k in kinds if style_of(k) is not None}, key=key)

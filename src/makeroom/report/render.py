@@ -1,0 +1,87 @@
+"""Public entry points: write the timeline of one run, of several strategies, or of several scenarios."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from makeroom.errors import InputError, Problem
+from makeroom.sim.results import Result
+
+if TYPE_CHECKING:
+    from makeroom.report.figure import Section
+
+FORMATS = (".png", ".svg", ".html")
+BAD_SUFFIX = "expected a report path ending in .png, .svg or .html"
+
+# Nothing time- or version-dependent goes into the files.
+_SVG_METADATA = {"Date": None, "Creator": "makeroom"}
+_PNG_METADATA = {"Software": "makeroom"}
+
+
+def render_run(result: Result, path: Path) -> Path:
+    """Write the timeline of one run to ``path`` (.png, .svg or .html) and return the path."""
+    return render_demo([[result]], path)
+
+
+def render_comparison(results: Sequence[Result], path: Path) -> Path:
+    """Write several runs of one scenario side by side, one column per run, y-axes shared per row."""
+    return render_demo([results], path)
+
+
+def render_demo(comparisons: Sequence[Sequence[Result]], path: Path) -> Path:
+    """Write one block per scenario (each a comparison), stacked in one PNG/SVG or one HTML page."""
+    path = Path(path)
+    fmt = _format_of(path)
+    blocks = [list(c) for c in comparisons]
+    if not blocks or any(not c for c in blocks):
+        raise ValueError("render needs at least one result in every comparison")
+    # Imported here: matplotlib takes a while to load, and only drawing needs it.
+    from makeroom.report import html
+    from makeroom.report.figure import Section, style
+    from makeroom.report.series import RunView
+
+    with style():
+        sections = [Section.of([RunView.of(r) for r in c]) for c in blocks]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == ".png":
+            from makeroom.report.figure import build_figure
+
+            fig = build_figure(sections)
+            fig.savefig(path, format="png", metadata=_PNG_METADATA)
+        elif fmt == ".svg":
+            path.write_bytes(_svg(sections).encode("utf-8"))
+        else:
+            body = "\n".join(
+                html.section(_title(s), _svg([s]), c) for s, c in zip(sections, blocks, strict=True)
+            )
+            path.write_text(html.page(_page_title(sections), body), encoding="utf-8")
+    return path
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(str(path), [Problem("", BAD_SUFFIX)])
+    return suffix
+
+
+def _svg(sections: Sequence[Section]) -> str:
+    from makeroom.report.figure import build_figure
+
+    fig = build_figure(sections)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata=_SVG_METADATA)
+    return buf.getvalue()
+
+
+def _title(section: Section) -> str:
+    return " · ".join(dict.fromkeys(r.scenario for r in section.runs))
+
+
+def _page_title(sections: Sequence[Section]) -> str:
+    if len(sections) == 1:
+        return f"makeroom: {_title(sections[0])}"
+    return "makeroom: relocation timelines"

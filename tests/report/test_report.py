@@ -1,0 +1,302 @@
+"""Timeline pictures: files are written and valid, numbers in the HTML match the result, bytes repeat."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import makeroom.examples
+from makeroom.errors import InputError
+from makeroom.report import render_comparison, render_demo, render_run
+from makeroom.report.events import aggregate, row_order
+from makeroom.report.figure import Section, build_figure, style
+from makeroom.report.series import DRAW_BINS, RunView, keep_indices
+from makeroom.scenario import load_scenario
+from makeroom.sim import Options, Result, Simulation
+from makeroom.sim.recorder import Sample
+
+EXAMPLES = Path(makeroom.examples.__file__).parent
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(seed: str, strategy: str) -> Result:
+    return Simulation(load_scenario(EXAMPLES / f"{seed}.yaml"), Options(strategy)).run()
+
+
+@pytest.fixture(scope="module")
+def seed2() -> list[Result]:
+    return [run("seed-2-wait-for-cpu-node", s) for s in ("none", "preemption")]
+
+
+@pytest.fixture(scope="module")
+def seed3() -> list[Result]:
+    return [run("seed-3-no-needless-gpu-node", s) for s in ("none", "preemption")]
+
+
+class Tables(HTMLParser):
+    """Rows of every <table> of a page, keyed by the <h3> (strategy) above them and the caption."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[tuple[str, str], list[list[str]]] = {}
+        self.heading = ""
+        self.caption = ""
+        self.row: list[str] | None = None
+        self.text: list[str] | None = None
+        self.svgs = 0
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "svg":
+            self.svgs += 1
+        elif tag == "tr":
+            self.row = []
+        elif tag in ("td", "th", "caption", "h3"):
+            self.text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.row is not None and self.text is not None:
+            self.row.append("".join(self.text).strip())
+        elif tag == "caption" and self.text is not None:
+            self.caption = "".join(self.text).strip()
+        elif tag == "h3" and self.text is not None:
+            self.heading = "".join(self.text).strip()
+        elif tag == "tr" and self.row is not None:
+            self.tables.setdefault((self.heading, self.caption), []).append(self.row)
+            self.row = None
+        if tag in ("td", "th", "caption", "h3"):
+            self.text = None
+
+    def handle_data(self, data: str) -> None:
+        if self.text is not None:
+            self.text.append(data)
+
+
+def parse(page: str) -> Tables:
+    parser = Tables()
+    parser.feed(page)
+    return parser
+
+
+def fmt(x: Any) -> str:
+    """The table's number format: '—' for null, integers plainly, floats with %g."""
+    if x is None:
+        return "—"
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+# --- files and formats -------------------------------------------------------------------------------
+
+
+def test_png_is_written_and_returned(tmp_path: Path, seed2: list[Result]) -> None:
+    out = render_run(seed2[1], tmp_path / "run.png")
+    assert out == tmp_path / "run.png"
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_comparison_png_and_missing_parent_dir(tmp_path: Path, seed2: list[Result]) -> None:
+    out = render_comparison(seed2, tmp_path / "deeper" / "cmp.PNG")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_svg_parses_and_names_scenario_and_strategies(tmp_path: Path, seed2: list[Result]) -> None:
+    out = render_comparison(seed2, tmp_path / "cmp.svg")
+    root = ET.parse(out).getroot()
+    assert root.tag.endswith("svg")
+    text = " ".join(t for t in root.itertext())
+    assert seed2[0].data["scenario"] in text
+    for r in seed2:
+        assert r.data["strategy"] in text
+
+
+def test_html_is_one_self_contained_page(tmp_path: Path, seed2: list[Result]) -> None:
+    page = render_comparison(seed2, tmp_path / "cmp.html").read_text(encoding="utf-8")
+    parsed = parse(page)
+    assert parsed.svgs == 1
+    assert not parsed.tags & {"script", "link", "img", "iframe"}
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+    assert 'href="http' not in page and "src=" not in page
+
+
+def test_html_tables_carry_the_numbers_of_each_run(tmp_path: Path, seed2: list[Result]) -> None:
+    parsed = parse(render_comparison(seed2, tmp_path / "cmp.html").read_text(encoding="utf-8"))
+    for result in seed2:
+        data = result.data
+        strategy = data["strategy"]
+        rows = {r[0]: r for r in parsed.tables[(strategy, "Workloads")][1:]}
+        assert set(rows) == set(data["workloads"])
+        for name, w in data["workloads"].items():
+            ttr = "never" if w["time_to_ready_s"] is None else fmt(w["time_to_ready_s"])
+            assert rows[name][4:] == [ttr, fmt(w["min_ready"]), fmt(w["unavailable_replica_seconds"]),
+                                      fmt(w["evicted"])]
+        groups = {r[0]: r for r in parsed.tables[(strategy, "Node groups")][1:]}
+        assert set(groups) == set(data["node_groups"])
+        for name, g in data["node_groups"].items():
+            assert groups[name][1] == fmt(g["nodes_added"])
+            assert groups[name][-1] == f"{g['cost']:.4f}"
+        totals = dict(parsed.tables[(strategy, "Run")])
+        assert totals["evictions"] == fmt(data["evictions"])
+        assert totals["cost"] == f"{data['cost']:.4f}"
+
+
+def test_demo_html_has_a_section_per_scenario(
+    tmp_path: Path, seed2: list[Result], seed3: list[Result]
+) -> None:
+    page = render_demo([seed2, seed3], tmp_path / "demo.html").read_text(encoding="utf-8")
+    assert page.count("<section>") == 2
+    assert parse(page).svgs == 2
+    for r in (seed2[0], seed3[0]):
+        assert f"<h2>{r.data['scenario']}</h2>" in page
+
+
+def test_demo_png_stacks_scenarios(tmp_path: Path, seed2: list[Result], seed3: list[Result]) -> None:
+    assert render_demo([seed2, seed3], tmp_path / "demo.png").read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.parametrize("name", ["out.pdf", "out.txt", "out", "out.svg.gz"])
+def test_other_suffixes_are_refused(tmp_path: Path, seed2: list[Result], name: str) -> None:
+    with pytest.raises(InputError) as caught:
+        render_run(seed2[0], tmp_path / name)
+    assert caught.value.file == str(tmp_path / name)
+    expected = "expected a report path ending in .png, .svg or .html"
+    assert [p.message for p in caught.value.problems] == [expected]
+    assert not (tmp_path / name).exists()
+
+
+# --- determinism -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html"])
+def test_same_input_same_bytes(tmp_path: Path, seed3: list[Result], suffix: str) -> None:
+    a = render_comparison(seed3, tmp_path / f"a{suffix}").read_bytes()
+    b = render_comparison(seed3, tmp_path / f"b{suffix}").read_bytes()
+    assert a == b
+    assert b"<dc:date>" not in a
+
+
+def test_rendering_leaves_global_matplotlib_settings_alone(tmp_path: Path, seed2: list[Result]) -> None:
+    import matplotlib as mpl
+
+    before = dict(mpl.rcParams)
+    render_run(seed2[0], tmp_path / "run.svg")
+    assert dict(mpl.rcParams) == before
+
+
+# --- layout ------------------------------------------------------------------------------------------
+
+
+def test_comparison_has_a_column_per_run_and_shares_y_per_row(seed3: list[Result]) -> None:
+    with style():
+        section = Section.of([RunView.of(r) for r in seed3])
+        fig = build_figure([section])
+    axes = fig.axes
+    assert len(axes) == len(section.rows) * len(seed3)
+    for i in range(len(section.rows)):
+        row = axes[i * len(seed3) : (i + 1) * len(seed3)]
+        assert len({ax.get_ylim() for ax in row}) == 1
+    assert len({ax.get_xlim() for ax in axes}) == 1
+
+
+def test_workloads_are_ordered_by_priority_then_given_rows(seed2: list[Result]) -> None:
+    section = Section.of([RunView.of(r) for r in seed2])
+    by_priority = sorted(seed2[0].data["workloads"].items(), key=lambda kv: -kv[1]["priority"])
+    assert section.workloads == [name for name, _ in by_priority]
+    assert [r.workload for r in section.rows if r.kind == "workload"] == section.workloads
+
+
+def test_a_run_without_samples_still_renders(tmp_path: Path, seed2: list[Result]) -> None:
+    bare = Result(seed2[1].data, (), 0)
+    assert render_run(bare, tmp_path / "bare.png").read_bytes()[:8] == PNG_MAGIC
+
+
+# --- events ------------------------------------------------------------------------------------------
+
+
+def test_events_are_filtered_grouped_and_counted() -> None:
+    events = [
+        {"t": 60.0, "kind": "pod_created", "pod": "web-1", "workload": "web"},
+        {"t": 60.0, "kind": "preempted", "pod": "web-1", "workload": "web", "node": "n"},
+        {"t": 60.0, "kind": "preempted", "pod": "web-2", "workload": "web", "node": "n"},
+        {"t": 70.0, "kind": "scale_up", "group": "cpu", "nodes": 3, "pods": []},
+        {"t": 80.0, "kind": "moved", "pod": "web-3"},
+        {"t": 90.0, "kind": "brand_new_kind"},
+        {"t": 95.0, "kind": "no_scale_up", "pods": 2},
+    ]
+    marks = aggregate(events, 600.0, ["web"])
+    got = [(m.kind, m.key, m.count) for m in marks]
+    assert got == [("preempted", "web", 2), ("scale_up", "cpu", 3), ("moved", "web", 1),
+                   ("brand_new_kind", None, 1)]
+    assert row_order(m.kind for m in marks) == ["scale_up", "preempted", "moved", "brand_new_kind"]
+
+
+def test_unknown_and_relocation_kinds_get_rows(tmp_path: Path, seed2: list[Result]) -> None:
+    data = dict(seed2[1].data)
+    data["events"] = [
+        *data["events"],
+        {"t": 400.0, "kind": "relocation_started", "workload": "iris-classifier"},
+        {"t": 500.0, "kind": "something_else"},
+    ]
+    view = RunView.of(Result(data, seed2[1].samples, 0))
+    kinds = Section.of([view]).kinds
+    assert "relocation_started" in kinds and "something_else" in kinds
+    assert "pod_created" not in kinds
+    render_run(Result(data, seed2[1].samples, 0), tmp_path / "extra.svg")
+
+
+# --- thinning ----------------------------------------------------------------------------------------
+
+
+def test_thinning_is_exact_when_few_values_change() -> None:
+    a = np.array([1, 1, 1, 2, 2, 3, 3, 3], dtype=np.int64)
+    b = np.array([0, 0, 5, 5, 5, 5, 5, 5], dtype=np.int64)
+    assert keep_indices([a, b], len(a)).tolist() == [0, 2, 3, 5, 7]
+
+
+def test_thinning_bounds_points_and_keeps_extremes() -> None:
+    rng = np.random.default_rng(7)
+    n = 100_000
+    a = np.cumsum(rng.choice([-1, 0, 1], size=n)).astype(np.int64)
+    b = rng.integers(0, 50, size=n).astype(np.int64)
+    keep = keep_indices([a, b], n)
+    assert keep[0] == 0 and keep[-1] == n - 1
+    assert np.all(np.diff(keep) > 0)
+    assert len(keep) <= 2 * DRAW_BINS * (1 + 2)  # first, last, and min and max of each column per bin
+    for col in (a, b):
+        assert col[keep].max() == col.max() and col[keep].min() == col.min()
+
+
+def _big_result(n: int) -> Result:
+    rng = np.random.default_rng(3)
+    ready = np.clip(40 + np.cumsum(rng.choice([-1, 0, 1], size=n)), 0, 60)
+    nodes = np.clip(3 + np.cumsum(rng.choice([-1, 0, 1], size=n, p=[0.01, 0.98, 0.01])), 1, 10)
+    samples = tuple(
+        Sample(float(i), {"cpu": int(nodes[i]) + 1}, {"cpu": int(nodes[i])}, {"web": int(ready[i])},
+               {"web": 60}, int(60 - ready[i]))
+        for i in range(n)
+    )
+    events = [{"t": float(i), "kind": "evicted", "workload": "web"} for i in range(0, n, 7)]
+    data: dict[str, Any] = {
+        "scenario": "big", "strategy": "evict", "duration_s": float(n - 1),
+        "workloads": {"web": {"priority": 1, "desired": 60, "ready_at_end": int(ready[-1]),
+                              "time_to_ready_s": None, "min_ready": None,
+                              "unavailable_replica_seconds": 1.5, "evicted": len(events)}},
+        "node_groups": {"cpu": {"nodes_at_end": int(nodes[-1]), "peak_nodes": 11, "nodes_added": 9,
+                                "nodes_removed": 8, "node_hours": 1.0, "cost": 0.5}},
+        "evictions": len(events), "cost": 0.5, "pending_at_end": [], "pods": [], "events": events,
+    }
+    return Result(data, samples, 0)
+
+
+def test_a_long_run_is_drawn_with_a_bounded_number_of_points(tmp_path: Path) -> None:
+    result = _big_result(100_000)
+    with style():
+        fig = build_figure([Section.of([RunView.of(result)])])
+    sizes = [np.size(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()]
+    assert max(sizes) <= 2 * 2 * DRAW_BINS * (1 + 2 * 2)
+    assert render_run(result, tmp_path / "big.png").read_bytes()[:8] == PNG_MAGIC
