@@ -70,7 +70,7 @@ timed() { # LABEL cmd...
   local rc=$?
   t1=$(date +%s)
   log "$label: $((t1 - t0)) s (exit $rc)"
-  echo "$label $((t1 - t0))" >>"$LOGDIR/timings.txt"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $label $((t1 - t0))s exit=$rc" >>"$LOGDIR/timings.txt"
   return $rc
 }
 
@@ -124,12 +124,27 @@ build_etcd() {
 }
 
 # --- KWOK -----------------------------------------------------------------------------------------------
+copy_kwok_stages() {
+  # KWOK's own Stage files (data, read by the harness at run time) from the downloaded module.
+  local src="$GOMODCACHE/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  if [[ -d "$src" ]]; then
+    rm -rf "$BIN/kwok-stages"
+    mkdir -p "$BIN/kwok-stages"
+    cp -r "$src/." "$BIN/kwok-stages/"
+    chmod -R u+w "$BIN/kwok-stages"
+  fi
+}
+
 build_kwok() {
   local dir="$HERE/go/kwok" key
   key="$(stamp_key kwok "$KWOK_VERSION" "$dir")"
-  if is_fresh kwok "$key"; then log "kwok $KWOK_VERSION: up to date"; return 0; fi
+  if is_fresh kwok "$key"; then
+    [[ -d "$BIN/kwok-stages" ]] || copy_kwok_stages
+    log "kwok $KWOK_VERSION: up to date"; return 0
+  fi
   log "kwok $KWOK_VERSION: building (log: $LOGDIR/kwok.log)"
   if (cd "$dir" && timed kwok "$GO" build "${BUILD_FLAGS[@]}" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok) >"$LOGDIR/kwok.log" 2>&1; then
+    copy_kwok_stages
     echo "$key" >"$BIN/kwok.stamp"; log "kwok: ok"
   else
     log "kwok: FAILED, see $LOGDIR/kwok.log"; tail -20 "$LOGDIR/kwok.log"
@@ -171,6 +186,7 @@ build_autoscaler() {
   log "cluster-autoscaler $found: building (log: $LOGDIR/autoscaler.log)"
   if [[ ! -f "$dir/go.mod" ]]; then
     printf 'module makeroom.io/e2e/autoscaler\n\ngo 1.26.0\n\nrequire %s %s\n' "$CA_MODULE" "$found" >"$dir/go.mod"
+    (cd "$dir" && "$GO" mod tidy) >>"$LOGDIR/autoscaler.log" 2>&1
   fi
   if (cd "$dir" && timed cluster-autoscaler "$GO" build "${BUILD_FLAGS[@]}" -o "$BIN/cluster-autoscaler" "$CA_MODULE") >>"$LOGDIR/autoscaler.log" 2>&1; then
     echo "$found" >"$BIN/cluster-autoscaler.stamp"; rm -f "$BIN/cluster-autoscaler.blocked"
@@ -192,5 +208,6 @@ case "$only" in
   *) echo "usage: $0 [all|etcd|kwok|kube|autoscaler]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - t_start )) s; binaries in $BIN"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) build.sh($only) $(( $(date +%s) - t_start ))s" >>"$LOGDIR/timings.txt"
 ls -1 "$BIN" | sed 's/^/  /'
 exit $status

@@ -221,29 +221,38 @@ class ControlPlane:
         self.core.patch_node(name, {"spec": {"unschedulable": value}})
 
     def delete_e2e_objects(self, timeout: float = 60.0) -> None:
-        """Remove what scenarios and tests made (labelled makeroom.io/e2e): namespaces, nodes, classes."""
+        """Remove what scenarios and tests made (labelled makeroom.io/e2e): namespaces, nodes, classes.
+
+        Namespaces go first and their pods are force-deleted (no kubelet has to confirm), then nodes.
+        """
         k = _kube_client()
         sel = f"{E2E_LABEL}=true"
-        for ns in self.core.list_namespace(label_selector=sel).items:
+        namespaces = [ns.metadata.name for ns in self.core.list_namespace(label_selector=sel).items]
+        for name in namespaces:
             with contextlib.suppress(k.client.ApiException):
-                self.core.delete_namespace(ns.metadata.name, grace_period_seconds=0)
+                self.core.delete_namespace(name, grace_period_seconds=0)
+        for name in namespaces:
+            with contextlib.suppress(k.client.ApiException):
+                self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+
+        def namespaces_gone() -> bool:
+            left = self.core.list_namespace(label_selector=sel).items
+            for ns in left:  # pods created while the namespace was being deleted
+                with contextlib.suppress(k.client.ApiException):
+                    self.core.delete_collection_namespaced_pod(ns.metadata.name, grace_period_seconds=0)
+            return not left
+
+        self.wait_for(namespaces_gone, timeout, "e2e namespaces deleted")
         for pc in self.scheduling.list_priority_class(label_selector=sel).items:
             with contextlib.suppress(k.client.ApiException):
                 self.scheduling.delete_priority_class(pc.metadata.name)
-        for n in self.core.list_node(label_selector=sel).items:
-            with contextlib.suppress(k.client.ApiException):
-                self.core.delete_node(n.metadata.name)
         for cm in ("kwok-provider-config", "kwok-provider-templates"):
             with contextlib.suppress(k.client.ApiException):
                 self.core.delete_namespaced_config_map(cm, "kube-system")
-
-        def gone() -> bool:
-            if self.core.list_node(label_selector=sel).items:
-                return False
-            return not self.core.list_namespace(label_selector=sel).items
-
-        # Namespaces finish deleting when KWOK's pod-delete stage has removed their pods.
-        self.wait_for(gone, timeout, "e2e namespaces and nodes deleted")
+        for n in self.core.list_node(label_selector=sel).items:
+            with contextlib.suppress(k.client.ApiException):
+                self.core.delete_node(n.metadata.name)
+        self.wait_for(lambda: not self.core.list_node(label_selector=sel).items, timeout, "e2e nodes deleted")
 
     # ----------------------------------------------------------------------------------- reconfigure
     def configure_scheduler(self, preemption: bool = True, scoring: str = "LeastAllocated") -> None:

@@ -90,7 +90,13 @@ class Process:
         return self.popen.poll() is None
 
     def stop(self, grace: float = 5.0) -> None:
-        kill_group(self.pid, grace)
+        """SIGTERM the group, reap the leader within `grace`, then SIGKILL whatever is left of the group."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=grace)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=grace)
         with _LOCK:

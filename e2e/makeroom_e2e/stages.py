@@ -56,9 +56,6 @@ def load_stages(binaries: Binaries) -> list[dict[str, Any]]:
 
 
 def write_kwok_config(path: Path, binaries: Binaries) -> Path:
-    docs: list[dict[str, Any]] = [
-        {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": {}},
-        *load_stages(binaries),
-    ]
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    """Stage documents only: KWOK keeps its own defaulted KwokConfiguration (flags set the rest)."""
+    path.write_text(yaml.safe_dump_all(load_stages(binaries), sort_keys=False), encoding="utf-8")
     return path

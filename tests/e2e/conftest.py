@@ -10,6 +10,7 @@ when MAKEROOM_E2E_REQUIRE_AUTOSCALER=1.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 
@@ -64,7 +65,8 @@ def autoscaler_available(control_plane: ControlPlane) -> None:
     evidence = control_plane.binaries.blocked("cluster-autoscaler")
     require = os.environ.get("MAKEROOM_E2E_REQUIRE_AUTOSCALER") == "1"
     if evidence and not require:
-        first = " | ".join(line for line in evidence.splitlines()[:6] if line.strip())
+        lines = [re.sub(r"https?://\S+", "<registry>", line).strip() for line in evidence.splitlines()]
+        first = " | ".join(line for line in lines[:6] if line)
         pytest.skip(f"cluster-autoscaler cannot be had here (recorded by e2e/build.sh): {first}")
     pytest.fail(
         "cluster-autoscaler binary missing in "
