@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import AutoMinorLocator, MaxNLocator
+from matplotlib.ticker import MaxNLocator
 
 from makeroom.report.events import Mark, label_of, row_order, style_of
 from makeroom.report.series import IntArray, RunView
@@ -55,7 +55,9 @@ TIMES = "\u00d7"
 MINUS = "\u2212"
 
 RC: dict[str, Any] = {
-    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs everywhere
+    # DejaVu Sans ships with matplotlib, so PNGs look the same everywhere; SVG text names the fallbacks.
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Verdana", "Arial", "sans-serif"],
     "font.size": 9.5,
     "axes.titlesize": 10.5,
     "axes.labelsize": 9.5,
@@ -81,15 +83,32 @@ def style() -> Iterator[None]:
 
 
 class Palette:
+    """Colours by name: node groups from one family, workloads (highest priority first) from another."""
+
     def __init__(self, groups: Sequence[str], workloads: Sequence[str]) -> None:
         self.colors: dict[str, str] = {}
-        for i, g in enumerate(groups):
+        for i, g in enumerate(dict.fromkeys(groups)):
             self.colors.setdefault(g, GROUP_COLORS[i % len(GROUP_COLORS)])
-        for i, w in enumerate(workloads):
+        for i, w in enumerate(dict.fromkeys(workloads)):
             self.colors.setdefault(w, WORKLOAD_COLORS[i % len(WORKLOAD_COLORS)])
+
+    @staticmethod
+    def of(runs: Sequence[RunView]) -> Palette:
+        return Palette([g for r in runs for g in r.groups], _by_priority(runs))
 
     def __getitem__(self, key: str | None) -> str:
         return NEUTRAL if key is None else self.colors.get(key, NEUTRAL)
+
+
+def _by_priority(runs: Sequence[RunView]) -> list[str]:
+    """The workloads of some runs, highest priority first, then in order of appearance."""
+    prio: dict[str, int] = {}
+    for r in runs:
+        for w in r.workloads:
+            prio.setdefault(w, r.priority.get(w, 0))
+    seen = list(dict.fromkeys(w for r in runs for w in r.workloads))
+    order = {w: i for i, w in enumerate(seen)}
+    return sorted(seen, key=lambda w: (-prio[w], order[w]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +131,10 @@ class Section:
     unit_s: float  # seconds per unit of the time axis: 60 (minutes), or 3600 (hours) for long runs
 
     @staticmethod
-    def of(runs: Sequence[RunView]) -> Section:
+    def of(runs: Sequence[RunView], palette: Palette | None = None) -> Section:
+        """The section of some runs; pass one palette to several sections to keep their colours alike."""
         groups = list(dict.fromkeys(g for r in runs for g in r.groups))
-        prio: dict[str, int] = {}
-        for r in runs:
-            for w in r.workloads:
-                prio.setdefault(w, r.priority.get(w, 0))
-        seen = list(dict.fromkeys(w for r in runs for w in r.workloads))
-        workloads = sorted(seen, key=lambda w: (-prio[w], seen.index(w)))
+        workloads = _by_priority(runs)
         kinds = row_order(m.kind for r in runs for m in r.marks)
         rows = [Row("nodes", NODES_H)]
         if len(workloads) <= MAX_WORKLOAD_ROWS:
@@ -131,7 +146,8 @@ class Section:
             rows.append(Row("events", EVENT_ROW_H * len(kinds) + 0.2))
         longest = max((r.duration_s for r in runs), default=0.0)
         unit = 3600.0 if longest > HOURS_AFTER_S else 60.0
-        return Section(list(runs), groups, workloads, kinds, rows, Palette(groups, workloads), unit)
+        palette = palette or Palette(groups, workloads)
+        return Section(list(runs), groups, workloads, kinds, rows, palette, unit)
 
     @property
     def height(self) -> float:
@@ -223,7 +239,6 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
 def _frame(ax: Axes, row: Row, span: float) -> None:
     ax.set_xlim(0.0, span if span > 0 else 1.0)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], integer=True))
-    ax.xaxis.set_minor_locator(AutoMinorLocator())
     ax.grid(axis="x", color="#e6e6e6", linewidth=0.7, zorder=0)
     ax.set_axisbelow(True)
     if row.kind != "events":

@@ -63,7 +63,8 @@ def summary_tables(result: Result) -> str:
         "<th>min Ready</th><th>unavailable replica·s</th><th>evicted</th></tr></thead><tbody>"
     )
     workloads: dict[str, Any] = data.get("workloads", {})
-    for name, w in workloads.items():
+    # Highest priority first, as in the figure.
+    for name, w in sorted(workloads.items(), key=lambda kv: -int(kv[1].get("priority", 0))):
         ttr = w.get("time_to_ready_s")
         ttr_cell = '<td class="never">never</td>' if ttr is None else f"<td>{num(ttr)}</td>"
         out.append(
@@ -112,7 +113,7 @@ def page(title: str, body: str) -> str:
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"<h1>{escape(title)}</h1>\n"
-        '<p class="lead">Time runs left to right in minutes. Nodes are stacked by group (hatched: billed '
+        '<p class="lead">Time runs left to right. Nodes are stacked by group (hatched: billed '
         "but not yet Ready); each workload shows Ready replicas (solid) against desired (dashed), the "
         "shaded gap being unavailable replica-seconds; then pending pods and the events that explain "
         "the changes.</p>\n"

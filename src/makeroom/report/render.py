@@ -40,11 +40,13 @@ def render_demo(comparisons: Sequence[Sequence[Result]], path: Path) -> Path:
         raise ValueError("render needs at least one result in every comparison")
     # Imported here: matplotlib takes a while to load, and only drawing needs it.
     from makeroom.report import html
-    from makeroom.report.figure import Section, style
+    from makeroom.report.figure import Palette, Section, style
     from makeroom.report.series import RunView
 
     with style():
-        sections = [Section.of([RunView.of(r) for r in c]) for c in blocks]
+        views = [[RunView.of(r) for r in c] for c in blocks]
+        palette = Palette.of([v for c in views for v in c])  # one colour per name across scenarios
+        sections = [Section.of(c, palette) for c in views]
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == ".png":
             from makeroom.report.figure import build_figure
