@@ -133,8 +133,12 @@ def test_html_tables_carry_the_numbers_of_each_run(tmp_path: Path, seed2: list[R
         assert set(rows) == set(data["workloads"])
         for name, w in data["workloads"].items():
             ttr = "never" if w["time_to_ready_s"] is None else fmt(w["time_to_ready_s"])
-            assert rows[name][4:] == [ttr, fmt(w["min_ready"]), fmt(w["unavailable_replica_seconds"]),
-                                      fmt(w["evicted"])]
+            assert rows[name][4:] == [
+                ttr,
+                fmt(w["min_ready"]),
+                fmt(w["unavailable_replica_seconds"]),
+                fmt(w["evicted"]),
+            ]
         groups = {r[0]: r for r in parsed.tables[(strategy, "Node groups")][1:]}
         assert set(groups) == set(data["node_groups"])
         for name, g in data["node_groups"].items():
@@ -230,8 +234,12 @@ def test_events_are_filtered_grouped_and_counted() -> None:
     ]
     marks = aggregate(events, 600.0, ["web"])
     got = [(m.kind, m.key, m.count) for m in marks]
-    assert got == [("preempted", "web", 2), ("scale_up", "cpu", 3), ("moved", "web", 1),
-                   ("brand_new_kind", None, 1)]
+    assert got == [
+        ("preempted", "web", 2),
+        ("scale_up", "cpu", 3),
+        ("moved", "web", 1),
+        ("brand_new_kind", None, 1),
+    ]
     assert row_order(m.kind for m in marks) == ["scale_up", "preempted", "moved", "brand_new_kind"]
 
 
@@ -276,19 +284,47 @@ def _big_result(n: int) -> Result:
     ready = np.clip(40 + np.cumsum(rng.choice([-1, 0, 1], size=n)), 0, 60)
     nodes = np.clip(3 + np.cumsum(rng.choice([-1, 0, 1], size=n, p=[0.01, 0.98, 0.01])), 1, 10)
     samples = tuple(
-        Sample(float(i), {"cpu": int(nodes[i]) + 1}, {"cpu": int(nodes[i])}, {"web": int(ready[i])},
-               {"web": 60}, int(60 - ready[i]))
+        Sample(
+            float(i),
+            {"cpu": int(nodes[i]) + 1},
+            {"cpu": int(nodes[i])},
+            {"web": int(ready[i])},
+            {"web": 60},
+            int(60 - ready[i]),
+        )
         for i in range(n)
     )
     events = [{"t": float(i), "kind": "evicted", "workload": "web"} for i in range(0, n, 7)]
     data: dict[str, Any] = {
-        "scenario": "big", "strategy": "evict", "duration_s": float(n - 1),
-        "workloads": {"web": {"priority": 1, "desired": 60, "ready_at_end": int(ready[-1]),
-                              "time_to_ready_s": None, "min_ready": None,
-                              "unavailable_replica_seconds": 1.5, "evicted": len(events)}},
-        "node_groups": {"cpu": {"nodes_at_end": int(nodes[-1]), "peak_nodes": 11, "nodes_added": 9,
-                                "nodes_removed": 8, "node_hours": 1.0, "cost": 0.5}},
-        "evictions": len(events), "cost": 0.5, "pending_at_end": [], "pods": [], "events": events,
+        "scenario": "big",
+        "strategy": "evict",
+        "duration_s": float(n - 1),
+        "workloads": {
+            "web": {
+                "priority": 1,
+                "desired": 60,
+                "ready_at_end": int(ready[-1]),
+                "time_to_ready_s": None,
+                "min_ready": None,
+                "unavailable_replica_seconds": 1.5,
+                "evicted": len(events),
+            }
+        },
+        "node_groups": {
+            "cpu": {
+                "nodes_at_end": int(nodes[-1]),
+                "peak_nodes": 11,
+                "nodes_added": 9,
+                "nodes_removed": 8,
+                "node_hours": 1.0,
+                "cost": 0.5,
+            }
+        },
+        "evictions": len(events),
+        "cost": 0.5,
+        "pending_at_end": [],
+        "pods": [],
+        "events": events,
     }
     return Result(data, samples, 0)
 
@@ -300,3 +336,51 @@ def test_a_long_run_is_drawn_with_a_bounded_number_of_points(tmp_path: Path) -> 
     sizes = [np.size(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()]
     assert max(sizes) <= 2 * 2 * DRAW_BINS * (1 + 2 * 2)
     assert render_run(result, tmp_path / "big.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_events_take_the_colour_of_their_pods_workload_or_nodes_group() -> None:
+    events = [
+        {"t": 1.0, "kind": "cordon", "node": "cpu-3"},
+        {"t": 2.0, "kind": "evicted", "pod": "iris-classifier-12", "node": "cpu-3"},
+        {"t": 3.0, "kind": "cordon", "node": "elsewhere"},
+    ]
+    marks = aggregate(events, 60.0, {"iris-classifier"}, {"cpu"})
+    assert [m.key for m in marks] == ["cpu", "iris-classifier", None]
+
+
+def test_a_demo_keeps_one_colour_per_name_across_scenarios(seed2: list[Result]) -> None:
+    from makeroom.report.figure import Palette
+
+    only_iris = dict(seed2[0].data)
+    only_iris["workloads"] = {"iris-classifier": only_iris["workloads"]["iris-classifier"]}
+    views = [[RunView.of(r) for r in seed2], [RunView.of(Result(only_iris, (), 0))]]
+    palette = Palette.of([v for c in views for v in c])
+    first, second = (Section.of(c, palette) for c in views)
+    assert first.palette["iris-classifier"] == second.palette["iris-classifier"]
+    assert first.palette["iris-classifier"] != first.palette["text-generator"]
+    assert first.palette["cpu"] not in {first.palette[w] for w in first.workloads}
+
+
+def test_nothing_to_draw_is_a_programming_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one result"):
+        render_comparison([], tmp_path / "empty.png")
+
+
+def test_many_workloads_share_one_panel(tmp_path: Path) -> None:
+    names = [f"w{i}" for i in range(13)]
+    samples = tuple(
+        Sample(float(t), {"cpu": 1}, {"cpu": 1}, dict.fromkeys(names, t), dict.fromkeys(names, 2), 0)
+        for t in range(3)
+    )
+    data: dict[str, Any] = {
+        "scenario": "wide",
+        "strategy": "none",
+        "duration_s": 2.0,
+        "events": [],
+        "workloads": {n: {"priority": i} for i, n in enumerate(names)},
+    }
+    result = Result(data, samples, 0)
+    section = Section.of([RunView.of(result)])
+    assert [r.kind for r in section.rows] == ["nodes", "workloads", "pending"]
+    assert section.workloads == names[::-1]
+    assert render_run(result, tmp_path / "wide.svg").stat().st_size > 0

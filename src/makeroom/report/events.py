@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ IGNORED: frozenset[str] = frozenset(
         "pod_scheduled",
         "pod_ready",
         "pod_gone",
+        "scaled_down",  # a pod deleted because its ReplicaSet shrank: the scale or delete shows it
         "pod_unschedulable",
         "nominated",
         "preempted_by",  # the same victim as "preempted", seen from the preemptor
@@ -85,19 +86,27 @@ class Mark:
     count: int
 
 
-def color_key(event: Mapping[str, Any], workloads: Sequence[str]) -> str | None:
+def _owner(name: Any, owners: Collection[str]) -> str | None:
+    """The workload of a pod or the group of a node, from the names <owner>-<n>."""
+    if isinstance(name, str) and "-" in name:
+        owner = name.rsplit("-", 1)[0]
+        if owner in owners:
+            return owner
+    return None
+
+
+def color_key(
+    event: Mapping[str, Any], workloads: Collection[str], groups: Collection[str] = ()
+) -> str | None:
+    """The group or workload whose colour an event takes: named in the event, or the owner of its pod or
+    node (the workload before the node: a preempted pod is coloured as its workload)."""
     group = event.get("group")
     if isinstance(group, str):
         return group
     workload = event.get("workload")
     if isinstance(workload, str):
         return workload
-    pod = event.get("pod")
-    if isinstance(pod, str) and "-" in pod:
-        owner = pod.rsplit("-", 1)[0]
-        if owner in workloads:
-            return owner
-    return None
+    return _owner(event.get("pod"), workloads) or _owner(event.get("node"), groups)
 
 
 def _weight(event: Mapping[str, Any]) -> int:
@@ -109,7 +118,11 @@ def _weight(event: Mapping[str, Any]) -> int:
 
 
 def aggregate(
-    events: Iterable[Mapping[str, Any]], duration_s: float, workloads: Sequence[str], bins: int = 400
+    events: Iterable[Mapping[str, Any]],
+    duration_s: float,
+    workloads: Collection[str],
+    groups: Collection[str] = (),
+    bins: int = 400,
 ) -> list[Mark]:
     """Marks for the drawn events: same kind and colour within 1/bins of the run share one mark."""
     width = duration_s / bins if duration_s > 0 else 1.0
@@ -119,7 +132,7 @@ def aggregate(
         t = event.get("t")
         if not isinstance(kind, str) or not isinstance(t, int | float) or style_of(kind) is None:
             continue
-        key = color_key(event, workloads)
+        key = color_key(event, workloads, groups)
         slot = found.setdefault((kind, key, int(t // width)), [float(t), 0.0])
         slot[1] += _weight(event)
     marks = [Mark(t, kind, key, int(n)) for (kind, key, _), (t, n) in found.items()]

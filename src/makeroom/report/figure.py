@@ -31,7 +31,7 @@ NEUTRAL = "#3b3b3b"
 PENDING_COLOR = "#6b6b6b"
 
 # Beyond this many workloads, they share one replicas panel instead of one panel each.
-MAX_WORKLOAD_ROWS = 6
+MAX_WORKLOAD_ROWS = 12
 
 # Sizes in inches. The layout is computed from them directly (no layout engine): fast and stable.
 COLUMN_W = 4.2
@@ -42,7 +42,8 @@ TITLE_H = 0.66
 XLABEL_H = 0.5
 ROW_GAP = 0.14
 NODES_H = 1.6
-WORKLOAD_H = 1.2
+WORKLOAD_H = 1.2  # each workload panel, up to 4 of them; smaller when there are more
+WORKLOAD_MIN_H = 0.8
 SHARED_WORKLOADS_H = 2.0
 PENDING_H = 0.85
 EVENT_ROW_H = 0.22
@@ -138,7 +139,8 @@ class Section:
         kinds = row_order(m.kind for r in runs for m in r.marks)
         rows = [Row("nodes", NODES_H)]
         if len(workloads) <= MAX_WORKLOAD_ROWS:
-            rows += [Row("workload", WORKLOAD_H, w) for w in workloads]
+            h = max(WORKLOAD_MIN_H, WORKLOAD_H * min(1.0, 4 / max(len(workloads), 1)))
+            rows += [Row("workload", h, w) for w in workloads]
         else:
             rows.append(Row("workloads", SHARED_WORKLOADS_H))
         rows.append(Row("pending", PENDING_H))
@@ -247,8 +249,16 @@ def _frame(ax: Axes, row: Row, span: float) -> None:
 
 
 def _no_samples(ax: Axes) -> None:
-    ax.text(0.5, 0.5, "no samples recorded", transform=ax.transAxes, ha="center", va="center",
-            color="#888888", fontsize=8.5)
+    ax.text(
+        0.5,
+        0.5,
+        "no samples recorded",
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        color="#888888",
+        fontsize=8.5,
+    )
 
 
 def _draw_nodes(ax: Axes, run: RunView, section: Section) -> None:
@@ -267,8 +277,16 @@ def _draw_nodes(ax: Axes, run: RunView, section: Section) -> None:
         color = section.palette[g]
         billed, ready = thin[2 * i], thin[2 * i + 1]
         ax.fill_between(t, base, base + ready, step="post", color=color, alpha=0.9, linewidth=0)
-        ax.fill_between(t, base + ready, base + billed, step="post", facecolor=_tint(color, 0.75),
-                        edgecolor=color, hatch="////", linewidth=0)
+        ax.fill_between(
+            t,
+            base + ready,
+            base + billed,
+            step="post",
+            facecolor=_tint(color, 0.75),
+            edgecolor=color,
+            hatch="////",
+            linewidth=0,
+        )
         base = base + billed
     ax.step(t, base, where="post", color=NEUTRAL, linewidth=1.1)
 
@@ -284,10 +302,27 @@ def _draw_workload(ax: Axes, run: RunView, w: str, color: str, unit_s: float, *,
     ax.step(t, desired, where="post", color=color, linewidth=1.3, linestyle=(0, (4, 2.5)))
     ax.step(t, ready, where="post", color=color, linewidth=2.1)
     if annotate:
-        ax.text(0.01, 0.96, w, transform=ax.transAxes, ha="left", va="top", fontsize=9,
-                fontweight="bold", color=_shade(color, 0.75))
-        ax.text(0.99, 0.96, _workload_summary(run, w), transform=ax.transAxes, ha="right", va="top",
-                fontsize=8, color="#333333")
+        ax.text(
+            0.01,
+            0.96,
+            w,
+            transform=ax.transAxes,
+            ha="left",
+            va="top",
+            fontsize=9,
+            fontweight="bold",
+            color=_shade(color, 0.75),
+        )
+        ax.text(
+            0.99,
+            0.96,
+            _workload_summary(run, w),
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+            color="#333333",
+        )
 
 
 def _draw_pending(ax: Axes, run: RunView, unit_s: float) -> None:
@@ -327,11 +362,29 @@ def _draw_events(ax: Axes, run: RunView, section: Section) -> None:
         if s.marker in _LINE_MARKERS:
             ax.scatter(xs, ys, s=s.size, marker=s.marker, c=colors, linewidths=1.6, zorder=3, clip_on=False)
         elif s.filled:
-            ax.scatter(xs, ys, s=s.size, marker=s.marker, c=colors, edgecolors="white", linewidths=0.6,
-                       zorder=3, clip_on=False)
+            ax.scatter(
+                xs,
+                ys,
+                s=s.size,
+                marker=s.marker,
+                c=colors,
+                edgecolors="white",
+                linewidths=0.6,
+                zorder=3,
+                clip_on=False,
+            )
         else:
-            ax.scatter(xs, ys, s=s.size, marker=s.marker, facecolors="white", edgecolors=colors,
-                       linewidths=1.4, zorder=3, clip_on=False)
+            ax.scatter(
+                xs,
+                ys,
+                s=s.size,
+                marker=s.marker,
+                facecolors="white",
+                edgecolors=colors,
+                linewidths=1.4,
+                zorder=3,
+                clip_on=False,
+            )
         if not s.counted or len(marks) > 40:
             continue
         # Label a mark with its count unless a neighbour in its row is too close for the label.
@@ -341,8 +394,15 @@ def _draw_events(ax: Axes, run: RunView, section: Section) -> None:
                 i + 1 < len(marks) and times[i + 1] - times[i] < 0.04 * span
             )
             if m.count > 1 and not near:
-                ax.annotate(f"{TIMES}{m.count}", (m.t_s / section.unit_s, row_y[kind]), xytext=(6, 0),
-                            textcoords="offset points", fontsize=7.5, color="#333333", va="center")
+                ax.annotate(
+                    f"{TIMES}{m.count}",
+                    (m.t_s / section.unit_s, row_y[kind]),
+                    xytext=(6, 0),
+                    textcoords="offset points",
+                    fontsize=7.5,
+                    color="#333333",
+                    va="center",
+                )
 
 
 def _draw_triggers(column: Sequence[Axes], run: RunView, unit_s: float) -> None:
@@ -360,13 +420,27 @@ def _set_limits(axes: Any, section: Section) -> None:
     for i, row in enumerate(section.rows):
         ax: Axes = axes[i][0]
         if row.kind == "nodes":
-            top = max((int(np.vstack(list(r.nodes.values())).sum(axis=0).max()) for r in runs
-                       if r.has_samples and r.groups), default=1)
+            top = max(
+                (
+                    int(np.vstack(list(r.nodes.values())).sum(axis=0).max())
+                    for r in runs
+                    if r.has_samples and r.groups
+                ),
+                default=1,
+            )
             ax.set_ylim(0, max(top, 1) * 1.12 + 0.2)
         elif row.kind in ("workload", "workloads"):
             names = [row.workload] if row.workload is not None else section.workloads
-            top = max((int(max(r.ready[w].max(), r.desired[w].max())) for r in runs if r.has_samples
-                       for w in names if w in r.ready), default=1)
+            top = max(
+                (
+                    int(max(r.ready[w].max(), r.desired[w].max()))
+                    for r in runs
+                    if r.has_samples
+                    for w in names
+                    if w in r.ready
+                ),
+                default=1,
+            )
             ax.set_ylim(0, max(top, 1) * (1.45 if row.kind == "workload" else 1.12) + 0.2)
         elif row.kind == "pending":
             top = max((int(r.pending.max()) for r in runs if r.has_samples), default=0)
@@ -396,22 +470,35 @@ def _label_rows(first: Sequence[Axes], section: Section) -> None:
 
 
 def _legends(last: Sequence[Axes], section: Section) -> None:
-    kw: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "frameon": False,
-                          "borderaxespad": 0.0, "handlelength": 2.2}
+    kw: dict[str, Any] = {
+        "loc": "upper left",
+        "bbox_to_anchor": (1.02, 1.0),
+        "frameon": False,
+        "borderaxespad": 0.0,
+        "handlelength": 2.2,
+    }
     first_workload = True
     for ax, row in zip(last, section.rows, strict=True):
         if row.kind == "nodes":
             handles: list[Any] = [Patch(facecolor=section.palette[g], label=g) for g in section.groups]
-            handles.append(Patch(facecolor="#dddddd", edgecolor="#777777", hatch="////",
-                                 label="provisioning\n(billed, not Ready)"))
+            handles.append(
+                Patch(
+                    facecolor="#dddddd",
+                    edgecolor="#777777",
+                    hatch="////",
+                    label="provisioning\n(billed, not Ready)",
+                )
+            )
             handles.append(Line2D([], [], color=NEUTRAL, linewidth=1.1, label="total billed"))
             ax.legend(handles=handles, title="node group", **kw)
         elif row.kind in ("workload", "workloads") and first_workload:
             first_workload = False
             handles = []
             if row.kind == "workloads":
-                handles += [Line2D([], [], color=section.palette[w], linewidth=2.1, label=w)
-                            for w in section.workloads]
+                handles += [
+                    Line2D([], [], color=section.palette[w], linewidth=2.1, label=w)
+                    for w in section.workloads
+                ]
             handles += [
                 Line2D([], [], color=NEUTRAL, linewidth=2.1, label="Ready"),
                 Line2D([], [], color=NEUTRAL, linewidth=1.3, linestyle=(0, (4, 2.5)), label="desired"),
@@ -419,8 +506,17 @@ def _legends(last: Sequence[Axes], section: Section) -> None:
             ]
             ax.legend(handles=handles, **kw)
         elif row.kind == "events":
-            ax.text(1.03, 1.0, EVENTS_NOTE, transform=ax.transAxes, ha="left", va="top", fontsize=8,
-                    color="#444444", linespacing=1.35)
+            ax.text(
+                1.03,
+                1.0,
+                EVENTS_NOTE,
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize=8,
+                color="#444444",
+                linespacing=1.35,
+            )
 
 
 def _tint(color: str, amount: float) -> tuple[float, float, float]:

@@ -58,7 +58,7 @@ def summary_tables(result: Result) -> str:
     strategy = escape(str(data.get("strategy", "")))
     out = [f'<div class="run"><h3>{strategy}</h3>']
     out.append(
-        "<table class=\"workloads\"><caption>Workloads</caption><thead><tr><th>workload</th>"
+        '<table class="workloads"><caption>Workloads</caption><thead><tr><th>workload</th>'
         "<th>priority</th><th>desired</th><th>Ready at end</th><th>time to Ready (s)</th>"
         "<th>min Ready</th><th>unavailable replica·s</th><th>evicted</th></tr></thead><tbody>"
     )
@@ -74,7 +74,7 @@ def summary_tables(result: Result) -> str:
         )
     out.append("</tbody></table>")
     out.append(
-        "<table class=\"groups\"><caption>Node groups</caption><thead><tr><th>group</th>"
+        '<table class="groups"><caption>Node groups</caption><thead><tr><th>group</th>'
         "<th>nodes added</th><th>nodes removed</th><th>peak nodes</th><th>nodes at end</th>"
         "<th>node-hours</th><th>cost</th></tr></thead><tbody>"
     )
@@ -89,7 +89,7 @@ def summary_tables(result: Result) -> str:
     out.append("</tbody></table>")
     pending = data.get("pending_at_end", [])
     out.append(
-        "<table class=\"totals\"><caption>Run</caption><tbody>"
+        '<table class="totals"><caption>Run</caption><tbody>'
         f"<tr><td>evictions</td><td>{num(data.get('evictions'))}</td></tr>"
         f"<tr><td>cost</td><td>{money(data.get('cost'))}</td></tr>"
         f"<tr><td>pods pending at end</td><td>{num(len(pending))}</td></tr>"

@@ -56,9 +56,7 @@ def keep_indices(columns: Sequence[IntArray], n: int, bins: int = DRAW_BINS) -> 
 
 
 def _column(samples: Sequence[Sample], attr: str, key: str) -> IntArray:
-    return np.fromiter(
-        (getattr(s, attr).get(key, 0) for s in samples), dtype=np.int64, count=len(samples)
-    )
+    return np.fromiter((getattr(s, attr).get(key, 0) for s in samples), dtype=np.int64, count=len(samples))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +124,6 @@ class RunView:
             ready=ready,
             desired=desired,
             pending=pending,
-            marks=aggregate(data.get("events", ()), duration, workloads),
+            marks=aggregate(data.get("events", ()), duration, set(workloads), set(groups)),
             data=data,
         )
