@@ -49,6 +49,10 @@ def from_validation_error(exc: ValidationError) -> list[Problem]:
             msg = "missing required key"
         elif kind == "extra_forbidden":
             msg = "unknown key"
+        elif kind == "string_pattern_mismatch":
+            msg = f"expected a lowercase name of a-z, 0-9 and '-', got {err.get('input')!r}"
+        elif kind == "too_short":
+            msg = "expected at least one entry"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         elif msg.startswith("Input should be"):

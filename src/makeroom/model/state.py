@@ -51,6 +51,8 @@ class ClusterState:
         self.alloc: Vector = np.zeros((capacity, width), dtype=np.int64)
         self.used: Vector = np.zeros((capacity, width), dtype=np.int64)
         self.alive: Mask = np.zeros(capacity, dtype=np.bool_)
+        self.order: Vector = np.zeros(capacity, dtype=np.int64)  # creation order, for stable ties
+        self._added = 0
         self.nodes: dict[str, Node] = {}
         self.slot_of: dict[str, int] = {}
         self.node_at: list[Node | None] = [None] * capacity
@@ -58,19 +60,24 @@ class ClusterState:
         self.pods: dict[str, Pod] = {}
         self.pods_on: dict[str, dict[str, Pod]] = {}
         self.nominated: dict[str, dict[str, Pod]] = {}
-        self._req_cache: dict[PodSpec, Vector] = {}
-        self._mask_cache: dict[PodSpec, Mask] = {}
+        # Keyed by id(): specs are shared by a workload's replicas and hashing a frozen spec on every
+        # lookup dominated the simulator's profile. The spec is kept in the value so its id stays unique.
+        self._req_cache: dict[int, tuple[PodSpec, Vector]] = {}
+        self._mask_cache: dict[int, tuple[PodSpec, Mask]] = {}
+        self._nominated_count = 0
+        self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
 
     # --- resources -------------------------------------------------------------------------
     def requests_of(self, spec: PodSpec) -> Vector:
-        vec = self._req_cache.get(spec)
-        if vec is None:
-            unknown = set(spec.requests) - set(self.index.names)
-            if unknown:
-                self._widen(unknown)
-            vec = self.index.vector(PodSpec.effective(spec.requests))
-            vec.setflags(write=False)
-            self._req_cache[spec] = vec
+        hit = self._req_cache.get(id(spec))
+        if hit is not None:
+            return hit[1]
+        unknown = set(spec.requests) - set(self.index.names)
+        if unknown:
+            self._widen(unknown)
+        vec = self.index.vector(PodSpec.effective(spec.requests))
+        vec.setflags(write=False)
+        self._req_cache[id(spec)] = (spec, vec)
         return vec
 
     def _widen(self, names: set[str]) -> None:
@@ -98,6 +105,8 @@ class ClusterState:
         self.slot_of[node.name] = slot
         self.node_at[slot] = node
         self.alive[slot] = True
+        self._added += 1
+        self.order[slot] = self._added
         self.alloc[slot] = self.index.vector(node.allocatable)
         self.used[slot] = 0
         self.pods_on[node.name] = {}
@@ -115,6 +124,9 @@ class ClusterState:
         alive = np.zeros(new, dtype=np.bool_)
         alive[:old] = self.alive
         self.alive = alive
+        order = np.zeros(new, dtype=np.int64)
+        order[:old] = self.order
+        self.order = order
         self.node_at.extend([None] * (new - old))
         self._free_slots.extend(range(new - 1, old - 1, -1))
 
@@ -131,12 +143,14 @@ class ClusterState:
             pod.node = None
         for pod in self.nominated.pop(name).values():
             pod.nominated_node = None
+            self._nominated_count -= 1
         self.nodes_changed()
         return orphans
 
     def nodes_changed(self) -> None:
         """Call after a node's labels, taints, readiness or cordon changed."""
         self._mask_cache.clear()
+        self.generation += 1
 
     def nodes_of(self, group: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.group == group]
@@ -156,6 +170,7 @@ class ClusterState:
         self.pods_on[node][pod.key] = pod
         self.used[self.slot_of[node]] += self.requests_of(pod.spec)
         self.clear_nomination(pod)
+        self.generation += 1
 
     def remove_pod(self, pod: Pod) -> None:
         del self.pods[pod.key]
@@ -164,27 +179,34 @@ class ClusterState:
             del self.pods_on[pod.node][pod.key]
             self.used[self.slot_of[pod.node]] -= self.requests_of(pod.spec)
         pod.node = None
+        self.generation += 1
 
     def nominate(self, pod: Pod, node: str | None) -> None:
         self.clear_nomination(pod)
         if node is not None and node in self.nominated:
             pod.nominated_node = node
             self.nominated[node][pod.key] = pod
+            self._nominated_count += 1
+            self.generation += 1
 
     def clear_nomination(self, pod: Pod) -> None:
         if pod.nominated_node is not None:
-            self.nominated.get(pod.nominated_node, {}).pop(pod.key, None)
+            if self.nominated.get(pod.nominated_node, {}).pop(pod.key, None) is not None:
+                self._nominated_count -= 1
+                self.generation += 1
             pod.nominated_node = None
 
     # --- fit ---------------------------------------------------------------------------------
     def static_mask(self, spec: PodSpec) -> Mask:
         """Nodes whose labels, taints, readiness and cordon admit pods of this spec."""
-        mask = self._mask_cache.get(spec)
-        if mask is None:
-            mask = np.zeros(len(self.alive), dtype=np.bool_)
-            for name, slot in self.slot_of.items():
-                mask[slot] = static_fit(spec, self.nodes[name]) is None
-            self._mask_cache[spec] = mask
+        hit = self._mask_cache.get(id(spec))
+        if hit is not None:
+            return hit[1]
+        mask = np.zeros(len(self.alive), dtype=np.bool_)
+        for name, slot in self.slot_of.items():
+            mask[slot] = static_fit(spec, self.nodes[name]) is None
+        mask.setflags(write=False)
+        self._mask_cache[id(spec)] = (spec, mask)
         return mask
 
     def free(self) -> Vector:
@@ -193,6 +215,8 @@ class ClusterState:
     def nominated_load(self, pod: Pod, free: Vector) -> Vector:
         """Free room after holding what pods nominated with equal or higher priority need."""
         out = free
+        if not self._nominated_count:
+            return out
         copied = False
         for node, held in self.nominated.items():
             if not held:

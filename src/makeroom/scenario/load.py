@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from makeroom.errors import InputError, Problem, from_validation_error
 from makeroom.model import (
     DisruptionBudget,
     Node,
@@ -25,7 +26,6 @@ from makeroom.model import (
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
-from makeroom.errors import InputError, Problem, from_validation_error
 from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
 
 

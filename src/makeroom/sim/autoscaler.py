@@ -16,8 +16,9 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from makeroom.model import SCALE_UP_DELAY, Node, NodeGroup, OwnerKind, Pod, Taint, TaintEffect
+from makeroom.model import SCALE_UP_DELAY, Node, NodeGroup, OwnerKind, Pod, PodSpec, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.quantity import QuantityError, parse_duration
 from makeroom.model.resources import CPU, MEMORY, Vector
@@ -30,6 +31,7 @@ NEW_POD_BUFFER = 2.0
 NEW_GPU_POD_BUFFER = 30.0
 DRAIN_RETRY = 5.0
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+NON_EMPTY_CANDIDATES = 30  # --scale-down-non-empty-candidates-count
 
 
 @dataclass(slots=True)
@@ -48,6 +50,8 @@ class Autoscaler:
         self.last_scale_up = -float("inf")
         self.unneeded_since: dict[str, float] = {}
         self.draining: dict[str, float] = {}  # node -> drain start
+        self._last_no_scale_up = -1
+        self._unneeded_cache: tuple[int, set[str]] | None = None
 
     def start(self) -> None:
         if self.spec.enabled:
@@ -90,20 +94,16 @@ class Autoscaler:
                 free[slot] -= state.requests_of(pod.spec)
         return free
 
-    def _fits_somewhere(self, pod: Pod, free: Vector) -> int | None:
+    def _template_mask(self, spec: PodSpec) -> Mask:
+        """Nodes that take pods of this spec by labels and taints, upcoming ones counted as Ready
+        (as the autoscaler's snapshot does), nodes being drained not at all."""
         state = self.world.state
-        req = state.requests_of(pod.spec)
-        mask = self._template_mask(pod) & np.all(free >= req, axis=1)
-        hits = np.flatnonzero(mask)
-        return int(hits[0]) if len(hits) else None
-
-    def _template_mask(self, pod: Pod) -> Mask:
-        """Nodes that take the pod by labels and taints, counting upcoming nodes as Ready."""
-        state = self.world.state
-        mask = state.static_mask(pod.spec).copy()
+        mask = state.static_mask(spec).copy()
         for name, node in state.nodes.items():
             if not node.ready and name not in self.draining:
-                mask[state.slot_of[name]] = label_fit(pod.spec, node.labels, node.taints) is None
+                mask[state.slot_of[name]] = label_fit(spec, node.labels, node.taints) is None
+        for name in self.draining:
+            mask[state.slot_of[name]] = False
         return mask
 
     def scale_up(self) -> None:
@@ -113,24 +113,26 @@ class Autoscaler:
             return
         free = self._snapshot_free()
         state = world.state
-        remaining = []
-        for pod in pods:
-            slot = self._fits_somewhere(pod, free)
-            if slot is None:
-                remaining.append(pod)
-            else:
-                free[slot] -= state.requests_of(pod.spec)
+        remaining: list[Pod] = []
+        for same in _by_spec(pods):
+            spec = same[0].spec
+            placed = fill(free, state.requests_of(spec), self._template_mask(spec), len(same))
+            remaining += same[placed:]
         if not remaining:
             return
         buffer = (
             NEW_GPU_POD_BUFFER if any(p.spec.requests.requests_gpu() for p in remaining) else NEW_POD_BUFFER
         )
-        if all(world.now - (p.unschedulable_since or world.now) < buffer for p in remaining):
+        since = [p.unschedulable_since for p in remaining if p.unschedulable_since is not None]
+        if all(world.now - t < buffer for t in since):
             return
         options = [o for g in state.groups.values() if (o := self._option(g, remaining)) is not None]
         if not options:
-            world.rec.event(world.now, "no_scale_up", pods=len(remaining))
+            if self._last_no_scale_up != len(remaining):
+                world.rec.event(world.now, "no_scale_up", pods=len(remaining))
+                self._last_no_scale_up = len(remaining)
             return
+        self._last_no_scale_up = -1
         choice = self._expand(options)
         self.last_scale_up = world.now
         world.rec.event(
@@ -197,22 +199,27 @@ class Autoscaler:
         return min(options, key=lambda o: (o.waste, -len(o.pods), order[o.group.name]))
 
     # --- scale-down --------------------------------------------------------------------------
-    def utilization(self, node: Node) -> float:
+    def utilization(self) -> npt.NDArray[np.float64]:
+        """Requested over allocatable per node: the larger of CPU and memory, or the GPU alone on a
+        node that has GPUs."""
         state = self.world.state
-        slot = state.slot_of[node.name]
-        alloc = state.alloc[slot]
-        used = np.zeros_like(alloc)
-        for pod in state.pods_on[node.name].values():
-            if not pod.terminating and pod.owner_kind != OwnerKind.DAEMON_SET:
-                used += state.requests_of(pod.spec)
-        gpus = [g for g in state.index.gpu_positions() if alloc[g] > 0]
-        cols = gpus or [state.index.position(CPU), state.index.position(MEMORY)]
-        return max(float(used[c]) / float(alloc[c]) for c in cols if alloc[c] > 0)
+        alloc = state.alloc.astype(np.float64)
+        used = state.used.astype(np.float64)
+        safe = np.where(alloc > 0, alloc, 1.0)
+        share = np.where(alloc > 0, used / safe, 0.0)
+        cols = [state.index.position(CPU), state.index.position(MEMORY)]
+        util: npt.NDArray[np.float64] = share[:, cols].max(axis=1)
+        gpus = state.index.gpu_positions()
+        if gpus:
+            has_gpu = (state.alloc[:, gpus] > 0).any(axis=1)
+            util = np.where(has_gpu, share[:, gpus].max(axis=1), util)
+        return util
 
     def _movable(self, node: Node, free: Vector, removing: set[str]) -> bool:
         """Every pod of the node fits on some other node that stays (a simulation on a copy)."""
         world = self.world
         state = world.state
+        pods = []
         for pod in state.pods_on[node.name].values():
             if pod.terminating or pod.owner_kind == OwnerKind.DAEMON_SET:
                 continue
@@ -221,37 +228,59 @@ class Autoscaler:
             allowed = world.disruptions_allowed(pod.workload)
             if allowed is not None and allowed < 1 and pod.ready:
                 return False
-            req = state.requests_of(pod.spec)
-            mask = state.static_mask(pod.spec) & np.all(free >= req, axis=1)
-            for gone in removing | {node.name}:
+            pods.append(pod)
+        for same in _by_spec(pods):
+            mask = state.static_mask(same[0].spec).copy()
+            for gone in (*removing, node.name, *self.draining):
                 mask[state.slot_of[gone]] = False
-            hits = np.flatnonzero(mask)
-            if not len(hits):
+            if fill(free, state.requests_of(same[0].spec), mask, len(same)) < len(same):
                 return False
-            free[hits[0]] -= req
         return True
+
+    def _unneeded(self) -> set[str]:
+        """Nodes the autoscaler could remove now; recomputed only when placements changed."""
+        world = self.world
+        state = world.state
+        key = state.generation + len(self.draining)
+        if self._unneeded_cache is not None and self._unneeded_cache[0] == key:
+            return self._unneeded_cache[1]
+        util = self.utilization()
+        free = state.free()
+        size = {g: len(state.nodes_of(g)) for g in state.groups}
+        for name in self.draining:
+            size[state.nodes[name].group] -= 1
+        candidates = [
+            name
+            for name, node in state.nodes.items()
+            if node.ready
+            and name not in self.draining
+            and util[state.slot_of[name]] < self.spec.scale_down_utilization_threshold
+        ]
+        candidates.sort(key=lambda n: (util[state.slot_of[n]], world.node_order[n]))
+        unneeded: set[str] = set()
+        non_empty = 0
+        for name in candidates:
+            node = state.nodes[name]
+            if size[node.group] <= state.groups[node.group].min:
+                continue
+            busy = _busy(state, name)
+            if busy and non_empty >= NON_EMPTY_CANDIDATES:
+                continue
+            trial = free.copy()
+            if not self._movable(node, trial, unneeded):
+                continue
+            free = trial
+            unneeded.add(name)
+            non_empty += busy
+            size[node.group] -= 1
+        self._unneeded_cache = (key, unneeded)
+        return unneeded
 
     def scale_down(self) -> None:
         world = self.world
         state = world.state
         now = world.now
-        free = state.free()
-        unneeded: set[str] = set()
-        size = {g: len(state.nodes_of(g)) for g in state.groups}
-        for name in self.draining:
-            size[state.nodes[name].group] -= 1
-        for name, node in sorted(state.nodes.items(), key=lambda kv: world.node_order[kv[0]]):
-            if not node.ready or name in self.draining:
-                continue
-            group = state.groups[node.group]
-            if size[node.group] <= group.min:
-                continue
-            if self.utilization(node) >= self.spec.scale_down_utilization_threshold:
-                continue
-            if not self._movable(node, free, unneeded):
-                continue
-            unneeded.add(name)
-            size[node.group] -= 1
+        unneeded = self._unneeded()
         for name in list(self.unneeded_since):
             if name not in unneeded:
                 del self.unneeded_since[name]
@@ -305,6 +334,28 @@ class Autoscaler:
             world.rec.event(world.now, "scale_down_failed", node=name)
             return
         world.loop.after(DRAIN_RETRY, Phase.AUTOSCALER, lambda: self._drain_step(name))
+
+
+def _by_spec(pods: list[Pod]) -> list[list[Pod]]:
+    """Pods grouped by their (shared) spec, in the order of the first of each group."""
+    groups: dict[int, list[Pod]] = {}
+    for pod in pods:
+        groups.setdefault(id(pod.spec), []).append(pod)
+    return list(groups.values())
+
+
+def fill(free: Vector, req: Vector, mask: Mask, count: int) -> int:
+    """Place up to ``count`` copies of ``req`` on the masked nodes in slot order, first-fit, and take
+    their room out of ``free``; return how many were placed."""
+    need = req > 0
+    if not need.any():
+        return count
+    room = free[:, need] // req[need]
+    copies = np.where(mask, room.min(axis=1).clip(min=0), 0)
+    before = np.cumsum(copies) - copies
+    take = np.minimum(copies, np.clip(count - before, 0, None))
+    free -= take[:, None] * req
+    return int(min(count, take.sum()))
 
 
 def _busy(state: ClusterState, name: str) -> bool:

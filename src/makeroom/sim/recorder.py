@@ -68,6 +68,7 @@ class Recorder:
     evictions: int = 0
     keep_events: bool = True
     keep_samples: bool = True
+    resolution: float = 0.0  # simulated seconds between two samples; 0 keeps every change
 
     def event(self, t: float, kind: str, **fields: Any) -> None:
         if self.keep_events:
@@ -81,6 +82,8 @@ class Recorder:
 
     def sample(self, t: float, pending: int) -> None:
         if not self.keep_samples:
+            return
+        if self.samples and 0 < t - self.samples[-1].t < self.resolution:
             return
         sample = Sample(
             t,

@@ -62,20 +62,19 @@ class Scheduler:
         return self.best(pod, mask)
 
     def best(self, pod: Pod, mask: Mask) -> str:
-        """NodeResourcesFit scoring over cpu and memory, integer as in kube-scheduler; ties go to
-        the oldest node so that a run is reproducible."""
+        """NodeResourcesFit scoring over cpu and memory, in integers as kube-scheduler scores; ties
+        go to the oldest node so that a run is reproducible."""
         state = self.world.state
-        slots = np.flatnonzero(mask)
-        cols = np.array([state.index.position(CPU), state.index.position(MEMORY)])
-        alloc = state.alloc[np.ix_(slots, cols)]
-        used = state.used[np.ix_(slots, cols)] + state.requests_of(pod.spec)[cols]
+        cols = [state.index.position(CPU), state.index.position(MEMORY)]
+        alloc = state.alloc[:, cols]
+        used = state.used[:, cols] + state.requests_of(pod.spec)[cols]
         safe = np.where(alloc > 0, alloc, 1)
-        part = (used if self.most_allocated else alloc - used) * 100 // safe
-        part = np.where(alloc > 0, part, 0)
-        score = part.sum(axis=1) // len(cols)
-        top = slots[score == score.max()]
-        names = [state.node_at[int(s)] for s in top]
-        return min((n.name for n in names if n is not None), key=self.world.node_order.__getitem__)
+        part = np.where(alloc > 0, (used if self.most_allocated else alloc - used) * 100 // safe, 0)
+        score = np.where(mask, part.sum(axis=1) // len(cols), -1)
+        top = np.flatnonzero(score == score.max())
+        oldest = state.node_at[int(top[np.argmin(state.order[top])])]
+        assert oldest is not None
+        return oldest.name
 
     def preempt(self, pod: Pod) -> bool:
         world = self.world

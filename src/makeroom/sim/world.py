@@ -41,6 +41,7 @@ class World:
         self.node_order: dict[str, int] = {}
         self._seq = 0
         self.on_change: list[Callable[[], None]] = []  # wakes the scheduler
+        self._reconciling: set[str] = set()
         for g in groups:
             recorder.groups[g.name] = GroupTrack(g.price_per_hour)
 
@@ -52,9 +53,6 @@ class World:
         for wake in self.on_change:
             wake()
 
-    def _mark(self) -> None:
-        self.rec.advance(self.now)
-
     # --- nodes -------------------------------------------------------------------------------
     def provision_node(self, group: str, ready: bool = False) -> Node:
         """A node the cloud creates now; it joins Ready after the group's provision time."""
@@ -62,10 +60,10 @@ class World:
         name = f"{group}-{self._node_numbers[group]}"
         self._node_numbers[group] += 1
         node = Node(name, group, g.capacity, g.node_labels(), g.taints, ready=ready, created_at=self.now)
-        self._mark()
         self.state.add_node(node)
         self.node_order[name] = len(self.node_order)
         track = self.rec.groups[group]
+        track.advance(self.now)
         track.nodes += 1
         track.peak = max(track.peak, track.nodes)
         if ready:
@@ -80,7 +78,6 @@ class World:
         node = self.state.nodes.get(name)
         if node is None or node.ready:
             return
-        self._mark()
         node.ready = True
         self.state.nodes_changed()
         self.rec.groups[node.group].ready += 1
@@ -93,11 +90,11 @@ class World:
         if node is None:
             self.rec.event(self.now, "node_missing", node=name, reason=reason)
             return
-        self._mark()
         for pod in list(self.state.pods_on[name].values()):
             self._forget(pod)
         self.state.remove_node(name)
         track = self.rec.groups[node.group]
+        track.advance(self.now)
         track.nodes -= 1
         track.removed += 1
         if node.ready:
@@ -156,7 +153,6 @@ class World:
         pod = self.state.pods.get(key)
         if pod is None or pod.node != node or pod.terminating or pod.ready:
             return
-        self._mark()
         self._set_ready(pod)
         self.rec.event(self.now, "pod_ready", pod=pod.name, node=node)
 
@@ -165,6 +161,7 @@ class World:
         pod.ready_since = self.now
         if pod.workload in self.rec.workloads:
             track = self.rec.workloads[pod.workload]
+            track.advance(self.now)
             track.ready += 1
             track.observe(self.now)
 
@@ -173,6 +170,7 @@ class World:
             pod.ready = False
             if pod.workload in self.rec.workloads:
                 track = self.rec.workloads[pod.workload]
+                track.advance(self.now)
                 track.ready -= 1
                 track.observe(self.now)
 
@@ -180,7 +178,6 @@ class World:
         """Graceful deletion: the pod stops being Ready now and releases its node after the grace."""
         if pod.terminating or pod.key not in self.state.pods:
             return
-        self._mark()
         pod.terminating = True
         self._unready(pod)
         self.state.clear_nomination(pod)
@@ -200,7 +197,6 @@ class World:
         pod = self.state.pods.get(key)
         if pod is None:
             return
-        self._mark()
         self.rec.event(self.now, "pod_gone", pod=pod.name, node=pod.node)
         self._forget(pod)
         self.changed()
@@ -215,7 +211,9 @@ class World:
 
     # --- disruption budgets ------------------------------------------------------------------
     def healthy(self, workload: str) -> int:
-        return sum(1 for p in self.pods_of.get(workload, {}).values() if p.ready and not p.terminating)
+        """Ready pods that are not terminating: the recorder keeps exactly this count."""
+        track = self.rec.workloads.get(workload)
+        return track.ready if track is not None else 0
 
     def disruptions_allowed(self, workload: str | None) -> int | None:
         """How many more of the workload's pods may be evicted now; None when no budget applies."""
@@ -248,7 +246,6 @@ class World:
 
     # --- workloads ---------------------------------------------------------------------------
     def deploy(self, w: Workload, announce: bool = True) -> None:
-        self._mark()
         self.workloads[w.name] = w
         self.pods_of.setdefault(w.name, {})
         self.rec.workloads[w.name] = WorkloadTrack(
@@ -262,8 +259,8 @@ class World:
         if w is None:
             self.rec.event(self.now, "workload_missing", workload=name)
             return
-        self._mark()
         track = self.rec.workloads[name]
+        track.advance(self.now)
         if replicas > w.replicas:
             track.raised_at = self.now
             track.ready_at = None
@@ -281,12 +278,16 @@ class World:
     def reconcile(self, name: str) -> None:
         """The ReplicaSet controller: replacements at once, surplus pods by deletion order."""
         w = self.workloads.get(name)
-        if w is None:
+        if w is None or name in self._reconciling:
             return
-        active = [p for p in self.pods_of[name].values() if not p.terminating]
-        if len(active) < w.replicas:
-            for _ in range(w.replicas - len(active)):
-                self.create_pod(w)
-        elif len(active) > w.replicas:
-            for pod in deletion_order(active)[: len(active) - w.replicas]:
-                self.delete_pod(pod, "scaled_down")
+        self._reconciling.add(name)
+        try:
+            active = [p for p in self.pods_of[name].values() if not p.terminating]
+            if len(active) < w.replicas:
+                for _ in range(w.replicas - len(active)):
+                    self.create_pod(w)
+            elif len(active) > w.replicas:
+                for pod in deletion_order(active)[: len(active) - w.replicas]:
+                    self.delete_pod(pod, "scaled_down")
+        finally:
+            self._reconciling.discard(name)

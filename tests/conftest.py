@@ -1,0 +1,41 @@
+"""Shared helpers: the CLI runner and the bundled seed scenarios."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+import makeroom.examples
+from makeroom.cli.main import app
+
+EXAMPLES = Path(makeroom.examples.__file__).parent
+SEEDS = {int(p.name.split("-")[1]): p for p in EXAMPLES.glob("seed-*.yaml")}
+
+
+def seed(n: int) -> Path:
+    return SEEDS[n]
+
+
+def cli(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def cli_json(*args: str | Path) -> Any:
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def tmp_scenario(tmp_path: Path) -> Any:
+    def write(text: str, name: str = "scenario.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
