@@ -159,6 +159,22 @@ def test_demo_html_has_a_section_per_scenario(
         assert f"<h2>{r.data['scenario']}</h2>" in page
 
 
+def test_demo_html_figures_are_valid_svg_with_ids_unique_on_the_page(
+    tmp_path: Path, seed2: list[Result], seed3: list[Result]
+) -> None:
+    import re
+
+    page = render_demo([seed2, seed3], tmp_path / "demo.html").read_text(encoding="utf-8")
+    svgs = re.findall(r"<svg\b.*?</svg>", page, flags=re.DOTALL)
+    assert len(svgs) == 2
+    for svg in svgs:
+        assert ET.fromstring(svg).tag.endswith("svg")
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    refs = re.findall(r'(?:url\(#|href="#)([^"\)]+)', page)
+    assert refs and set(refs) <= set(ids)
+
+
 def test_demo_png_stacks_scenarios(tmp_path: Path, seed2: list[Result], seed3: list[Result]) -> None:
     assert render_demo([seed2, seed3], tmp_path / "demo.png").read_bytes()[:8] == PNG_MAGIC
 

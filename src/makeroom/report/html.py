@@ -28,11 +28,14 @@ td.never { color: #b3261e; font-weight: 600; }
 """
 
 _XML_PROLOGUE = re.compile(r"\A(?:<\?xml[^>]*\?>\s*)?(?:<!DOCTYPE[^>]*>\s*)?", re.DOTALL)
+_ID = re.compile(r'(\sid="|url\(#|xlink:href="#|\shref="#)([^"\)]+)')
 
 
-def inline_svg(svg: str) -> str:
-    """The <svg> element of a matplotlib SVG document, without its XML declaration and doctype."""
-    return _XML_PROLOGUE.sub("", svg, count=1).strip()
+def inline_svg(svg: str, prefix: str) -> str:
+    """The <svg> element of a matplotlib SVG document, without its XML declaration and doctype, and
+    with every id (and every reference to one) prefixed, so several figures can share one page."""
+    body = _XML_PROLOGUE.sub("", svg, count=1).strip()
+    return _ID.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", body)
 
 
 def num(x: Any) -> str:
@@ -99,11 +102,11 @@ def summary_tables(result: Result) -> str:
     return "".join(out)
 
 
-def section(title: str, svg: str, results: Sequence[Result], level: int = 2) -> str:
+def section(title: str, svg: str, results: Sequence[Result], prefix: str, level: int = 2) -> str:
     tables = "".join(summary_tables(r) for r in results)
     return (
         f"<section><h{level}>{escape(title)}</h{level}>"
-        f"<figure>{inline_svg(svg)}</figure>"
+        f"<figure>{inline_svg(svg, prefix)}</figure>"
         f'<div class="runs">{tables}</div></section>'
     )
 

@@ -57,7 +57,8 @@ def render_demo(comparisons: Sequence[Sequence[Result]], path: Path) -> Path:
             path.write_bytes(_svg(sections).encode("utf-8"))
         else:
             body = "\n".join(
-                html.section(_title(s), _svg([s]), c) for s, c in zip(sections, blocks, strict=True)
+                html.section(_title(s), _svg([s]), c, prefix=f"s{i}-")
+                for i, (s, c) in enumerate(zip(sections, blocks, strict=True))
             )
             path.write_text(html.page(_page_title(sections), body), encoding="utf-8")
     return path
