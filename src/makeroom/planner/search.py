@@ -459,18 +459,41 @@ class Planner:
         return rooms
 
     def assign(self, victims: list[Pod], source: int, p_groups: set[str]) -> Option | None:
-        """Greedy destinations: existing room first (best first), then the plan's new nodes, then a
-        new node of the cheapest group the victim may use, never one of a group P could use."""
+        """Greedy destinations, largest victim first (by its share of the source node); when that
+        needs new nodes, also largest-first by each resource the victims request, keeping the
+        cheapest result."""
+        reqs = [self.state.requests_of(v.spec) for v in victims]
+        alloc = np.maximum(self.state.alloc[source], 1)
+        orders = [
+            sorted(range(len(victims)), key=lambda i: (-float((reqs[i] / alloc).sum()), victims[i].key))
+        ]
+        best = self.assign_in_order(victims, orders[0], source, p_groups)
+        if best is not None and best.added == 0:
+            return best
+        if len(victims) > 1:
+            for dim in np.flatnonzero(np.any(np.stack(reqs) > 0, axis=0)):
+                order = sorted(range(len(victims)), key=lambda i: (-int(reqs[i][dim]), victims[i].key))
+                if order in orders:
+                    continue
+                orders.append(order)
+                option = self.assign_in_order(victims, order, source, p_groups)
+                if option is not None and (
+                    best is None or (round(option.cost, 9), option.added) < (round(best.cost, 9), best.added)
+                ):
+                    best = option
+        return best
+
+    def assign_in_order(
+        self, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
+    ) -> Option | None:
+        """Destinations in this order: existing room first (best first), then the plan's new nodes,
+        then a new node of the cheapest group the victim may use, never one of a group P could use."""
         overlay: dict[int, Vector] = {}
         new_nodes = [NewNode(nn.group, nn.index, nn.free.copy(), nn.for_victims) for nn in self.new_nodes]
         sizes = dict(self.group_size)
         dests: list[Dest] = []
         cost = 0.0
         added = 0
-        order = sorted(
-            range(len(victims)),
-            key=lambda i: (-int(self.state.requests_of(victims[i].spec)[:2].sum()), victims[i].key),
-        )
         placed: dict[int, Dest] = {}
         for i in order:
             v = victims[i]
