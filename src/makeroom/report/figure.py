@@ -240,7 +240,7 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
 
 def _frame(ax: Axes, row: Row, span: float) -> None:
     ax.set_xlim(0.0, span if span > 0 else 1.0)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], integer=span >= 4))
     ax.grid(axis="x", color="#e6e6e6", linewidth=0.7, zorder=0)
     ax.set_axisbelow(True)
     if row.kind != "events":
@@ -368,7 +368,7 @@ def _draw_events(ax: Axes, run: RunView, section: Section) -> None:
                 s=s.size,
                 marker=s.marker,
                 c=colors,
-                edgecolors="white",
+                edgecolors="white" if len(marks) <= 100 else "none",  # rims would grey out a dense row
                 linewidths=0.6,
                 zorder=3,
                 clip_on=False,
