@@ -40,7 +40,7 @@ LEFT_W = 1.2  # row labels and tick labels
 RIGHT_W = 2.35  # legends
 TITLE_H = 0.66
 XLABEL_H = 0.5
-ROW_GAP = 0.14
+ROW_GAP = 0.2
 NODES_H = 1.6
 WORKLOAD_H = 1.2  # each workload panel, up to 4 of them; smaller when there are more
 WORKLOAD_MIN_H = 0.8
@@ -313,16 +313,8 @@ def _draw_workload(ax: Axes, run: RunView, w: str, color: str, unit_s: float, *,
             fontweight="bold",
             color=_shade(color, 0.75),
         )
-        ax.text(
-            0.99,
-            0.96,
-            _workload_summary(run, w),
-            transform=ax.transAxes,
-            ha="right",
-            va="top",
-            fontsize=8,
-            color="#333333",
-        )
+        # Above the panel, right-aligned: it can be long, and there it never covers the name or a line.
+        ax.set_title(_workload_summary(run, w), loc="right", fontsize=8, pad=2.5, color="#333333")
 
 
 def _draw_pending(ax: Axes, run: RunView, unit_s: float) -> None:
@@ -441,7 +433,7 @@ def _set_limits(axes: Any, section: Section) -> None:
                 ),
                 default=1,
             )
-            ax.set_ylim(0, max(top, 1) * (1.45 if row.kind == "workload" else 1.12) + 0.2)
+            ax.set_ylim(0, max(top, 1) * (1.3 if row.kind == "workload" else 1.12) + 0.2)
         elif row.kind == "pending":
             top = max((int(r.pending.max()) for r in runs if r.has_samples), default=0)
             ax.set_ylim(0, max(top, 1) * 1.15 + 0.1)
