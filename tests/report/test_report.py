@@ -200,6 +200,35 @@ def test_same_input_same_bytes(tmp_path: Path, seed3: list[Result], suffix: str)
     assert b"<dc:date>" not in a
 
 
+RENDER_IN_A_FRESH_PROCESS = """
+import sys
+from pathlib import Path
+from makeroom.scenario import load_scenario
+from makeroom.sim import Options, Simulation
+from makeroom.report import render_demo
+scenario, out = Path(sys.argv[1]), Path(sys.argv[2])
+runs = [Simulation(load_scenario(scenario), Options(s)).run() for s in ("none", "preemption")]
+render_demo([runs], out)
+"""
+
+
+def test_same_bytes_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    scenario = EXAMPLES / "seed-3-no-needless-gpu-node.yaml"
+    outputs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"demo-{hash_seed}.html"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run(
+            [sys.executable, "-c", RENDER_IN_A_FRESH_PROCESS, str(scenario), str(out)], env=env, check=True
+        )
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
 def test_rendering_leaves_global_matplotlib_settings_alone(tmp_path: Path, seed2: list[Result]) -> None:
     import matplotlib as mpl
 
