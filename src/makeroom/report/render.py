@@ -47,20 +47,19 @@ def render_demo(comparisons: Sequence[Sequence[Result]], path: Path) -> Path:
         views = [[RunView.of(r) for r in c] for c in blocks]
         palette = Palette.of([v for c in views for v in c])  # one colour per name across scenarios
         sections = [Section.of(c, palette) for c in views]
-        path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == ".png":
-            from makeroom.report.figure import build_figure
-
-            fig = build_figure(sections)
-            fig.savefig(path, format="png", metadata=_PNG_METADATA)
+            content = _png(sections)
         elif fmt == ".svg":
-            path.write_bytes(_svg(sections).encode("utf-8"))
+            content = _svg(sections).encode("utf-8")
         else:
             body = "\n".join(
                 html.section(_title(s), _svg([s]), c, prefix=f"s{i}-")
                 for i, (s, c) in enumerate(zip(sections, blocks, strict=True))
             )
-            path.write_text(html.page(_page_title(sections), body), encoding="utf-8")
+            content = html.page(_page_title(sections), body).encode("utf-8")
+    # Written only once it is whole: a failure leaves no half-written picture behind.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
     return path
 
 
@@ -69,6 +68,14 @@ def _format_of(path: Path) -> str:
     if suffix not in FORMATS:
         raise InputError(str(path), [Problem("", BAD_SUFFIX)])
     return suffix
+
+
+def _png(sections: Sequence[Section]) -> bytes:
+    from makeroom.report.figure import build_figure
+
+    buf = io.BytesIO()
+    build_figure(sections).savefig(buf, format="png", metadata=_PNG_METADATA)
+    return buf.getvalue()
 
 
 def _svg(sections: Sequence[Section]) -> str:
