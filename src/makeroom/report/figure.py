@@ -175,7 +175,13 @@ def build_figure(sections: Sequence[Section]) -> Figure:
         _draw_section(fig, sections[0], width)
     else:
         subs = fig.subfigures(len(sections), 1, height_ratios=[s.height for s in sections])
-        for sub, section in zip(list(np.ravel(np.asarray(subs, dtype=object))), sections, strict=True):
+        for i, (sub, section) in enumerate(
+            zip(list(np.ravel(np.asarray(subs, dtype=object))), sections, strict=True)
+        ):
+            if i > 0:  # a rule between scenarios
+                sub.add_artist(
+                    Line2D([0.005, 0.995], [0.999, 0.999], transform=sub.transSubfigure, color="#bbbbbb")
+                )
             _draw_section(sub, section, width)
     return fig
 
