@@ -1,6 +1,7 @@
 """Imports each command module so that its commands are registered on the app."""
 
 from makeroom.cli import (
+    bench,  # noqa: F401
     plan,  # noqa: F401
     simulate,  # noqa: F401
 )

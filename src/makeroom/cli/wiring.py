@@ -7,16 +7,20 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from makeroom.controller import STRATEGIES as CONTROLLER_STRATEGIES
+from makeroom.controller import Controller, ControllerConfig
 from makeroom.errors import InputError, Problem
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.scenario.schema import STRATEGIES
 from makeroom.sim import BUILTIN_STRATEGIES, Options, Result, Simulation
+from makeroom.sim.clock import Phase
+from makeroom.sim.port import SimCluster
 
 Progress = Callable[[float], None]
 
 
 def available_strategies() -> tuple[str, ...]:
-    return BUILTIN_STRATEGIES
+    return (*BUILTIN_STRATEGIES, *CONTROLLER_STRATEGIES)
 
 
 def check_strategy(name: str, source: str = "--strategy") -> None:
@@ -38,7 +42,22 @@ def check_strategy(name: str, source: str = "--strategy") -> None:
 def build(scenario: Scenario, strategy: str | None = None, seed: int = 0, **options: bool) -> Simulation:
     chosen = strategy or scenario.strategy
     check_strategy(chosen, "--strategy" if strategy else f"{scenario.source}: controller.strategy")
-    return Simulation(scenario, Options(strategy=chosen, seed=seed, **options))
+    sim = Simulation(scenario, Options(strategy=chosen, seed=seed, **options))
+    if chosen in CONTROLLER_STRATEGIES:
+        attach_controller(sim, controller_config(scenario, chosen))
+    return sim
+
+
+def controller_config(scenario: Scenario, strategy: str) -> ControllerConfig:
+    return ControllerConfig(strategy=strategy)
+
+
+def attach_controller(sim: Simulation, config: ControllerConfig) -> Controller:
+    """The relocation controller, unchanged, on the simulated cluster's port and clock."""
+    port = SimCluster(sim.world)
+    controller = Controller(port, port, config)
+    sim.every(config.interval, Phase.CONTROLLER, controller.tick)
+    return controller
 
 
 def simulate(

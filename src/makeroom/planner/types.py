@@ -112,9 +112,10 @@ class Policy:
     cooldown: float = 600.0  # a pod moved less than this long ago is not moved again
     max_moves_in_flight: int | None = None  # most moves one plan may hold; None: no limit
     exact: bool = False  # exhaustive search per pending pod (small clusters)
-    max_candidates: int = 24  # heuristic: nodes with a valid plan examined per pending pod
+    max_candidates: int = 8  # heuristic: nodes with a valid plan examined per pending pod
     use_upcoming_nodes: bool = True  # victims may go to nodes still being provisioned
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
+    recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
     exact_step_limit: int = 2_000_000  # exact mode: search steps per pending pod before giving up
 
 

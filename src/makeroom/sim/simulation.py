@@ -16,7 +16,7 @@ from makeroom.sim.results import Result, summarize
 from makeroom.sim.scheduler import Scheduler
 from makeroom.sim.world import World
 
-BUILTIN_STRATEGIES = ("none", "preemption")
+BUILTIN_STRATEGIES = ("none", "preemption")  # the others need a controller, wired by the caller
 SAMPLES_PER_RUN = 4000  # enough for a picture; a 20-minute seed keeps every change
 
 
@@ -84,6 +84,15 @@ class Simulation:
                 world.set_cordon(e.uncordon.node, False)
 
         return apply
+
+    def every(self, interval: float, phase: Phase, action: Callable[[], object]) -> None:
+        """Run ``action`` every ``interval`` simulated seconds from now on (a controller's loop)."""
+
+        def again() -> None:
+            action()
+            self.loop.after(interval, phase, again)
+
+        self.loop.at(self.loop.now, phase, again)
 
     def run(self, until: float | None = None, progress: Callable[[float], None] | None = None) -> Result:
         horizon = self.scenario.spec.duration if until is None else until

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from makeroom.model import Node, NodeGroup, Pod, Taint, Workload
+from makeroom.model import VICTIM_OF, Node, NodeGroup, Pod, Taint, Workload
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
 from makeroom.sim.recorder import GroupTrack, Recorder, WorkloadTrack
 from makeroom.sim.replicaset import deletion_order
+
+SURGE_REASON = "makeroom_scale"
 
 
 class EvictionRefusedError(Exception):
@@ -33,7 +35,8 @@ class World:
         self.loop = loop
         self.rec = recorder
         self.state = ClusterState(groups, workloads, extra_resources)
-        self.workloads: dict[str, Workload] = {}
+        self.workloads = self.state.workloads  # one dict: what the controller reads is what runs
+        self.workloads.clear()
         self.pods_of: dict[str, dict[str, Pod]] = {}
         self.pending: dict[str, Pod] = {}
         self._pod_numbers: dict[str, int] = {}
@@ -259,14 +262,15 @@ class World:
         if w is None:
             self.rec.event(self.now, "workload_missing", workload=name)
             return
-        track = self.rec.workloads[name]
-        track.advance(self.now)
-        if replicas > w.replicas:
-            track.raised_at = self.now
-            track.ready_at = None
         self.workloads[name] = replace(w, replicas=replicas)
-        track.desired = replicas
-        track.observe(self.now)
+        if reason != SURGE_REASON:  # a relocation's temporary surge is not what the user wants
+            track = self.rec.workloads[name]
+            track.advance(self.now)
+            if replicas > track.desired:
+                track.raised_at = self.now
+                track.ready_at = None
+            track.desired = replicas
+            track.observe(self.now)
         self.rec.event(self.now, reason, workload=name, replicas=replicas)
         self.reconcile(name)
 
@@ -288,6 +292,10 @@ class World:
                     self.create_pod(w)
             elif len(active) > w.replicas:
                 for pod in deletion_order(active)[: len(active) - w.replicas]:
-                    self.delete_pod(pod, "scaled_down")
+                    if VICTIM_OF in pod.annotations:  # a relocation's victim leaving as planned
+                        self.count_eviction(pod)
+                        self.delete_pod(pod, "relocated")
+                    else:
+                        self.delete_pod(pod, "scaled_down")
         finally:
             self._reconciling.discard(name)

@@ -1,0 +1,68 @@
+"""``makeroom bench``: benchmarks whose results are JSON, each with its baseline from the same run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from makeroom.cli.app import app
+from makeroom.cli.common import console, guarded, print_json
+from makeroom.cli.progress import sim_progress
+from makeroom.cli.wiring import bundled_scenarios
+
+bench_app = typer.Typer(help="Benchmarks; results as JSON with a baseline measured in the same run.")
+app.add_typer(bench_app, name="bench")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON result instead of a table.")]
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON result here.")]
+
+
+def emit(data: dict[str, Any], json_out: bool, output: Path | None, table: Table) -> None:
+    if output is not None:
+        output.write_text(json.dumps(data, indent=2) + "\n")
+    if json_out:
+        print_json(data)
+    else:
+        console.print(table)
+        if output is not None:
+            console.print(f"JSON: {output}")
+
+
+@bench_app.command("sim")
+def bench_sim(
+    nodes: Annotated[int, typer.Option(min=10, help="Nodes of the generated churn cluster.")] = 1000,
+    pods: Annotated[int, typer.Option(min=10, help="Pods of the generated churn cluster.")] = 30_000,
+    hours: Annotated[float, typer.Option(min=0.01, help="Simulated hours of churn.")] = 24.0,
+    quick: Annotated[bool, typer.Option(help="A small churn run (100 nodes, 3,000 pods, 1 h).")] = False,
+    json_out: JsonOpt = False,
+    output: OutOpt = None,
+) -> None:
+    """Wall time and simulated events per second: each seed scenario, and a generated cluster with
+    churn (goals: a seed under 0.5 s; 1,000 nodes, 30,000 pods, 24 h under 60 s)."""
+    from makeroom.bench.sim import run_sim_bench
+
+    if quick:
+        nodes, pods, hours = 100, 3000, 1.0
+
+    def go() -> None:
+        with sim_progress() as bar:
+            data = run_sim_bench(bundled_scenarios(), nodes, pods, hours, bar.track)
+        table = Table(title=f"makeroom bench sim · bare loop {data['baseline']['events_per_s']:,} ev/s")
+        for col in ("run", "wall s", "events", "events/s", "goal s", "ok"):
+            table.add_column(col, justify="left" if col == "run" else "right")
+        for row in [*data["seeds"], data["churn"]]:
+            table.add_row(
+                row["name"],
+                f"{row['wall_s']:.3f}",
+                f"{row['events']:,}",
+                f"{row['events_per_s']:,}",
+                f"{row['goal_s']:g}",
+                "yes" if row["meets_goal"] else "[red]no[/]",
+            )
+        emit(data, json_out, output, table)
+
+    guarded(go)

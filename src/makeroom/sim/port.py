@@ -1,0 +1,100 @@
+"""The simulated cluster behind the controller's Cluster port.
+
+Each verb goes through the simulated API server (World), so that its effects reach the scheduler,
+the ReplicaSets and the autoscaler exactly as the real operation's would: no shortcut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from makeroom.controller.port import EvictionBlockedError, NotFoundError
+from makeroom.model import Pod, Taint, Toleration, Workload
+from makeroom.model.state import ClusterState
+from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
+
+
+class SimCluster:
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    # Clock
+    def now(self) -> float:
+        return self.world.now
+
+    def snapshot(self) -> ClusterState:
+        return self.world.state
+
+    def _pod(self, key: str) -> Pod:
+        pod = self.world.state.pods.get(key)
+        if pod is None:
+            raise NotFoundError(f"pod {key} not found")
+        return pod
+
+    def _workload(self, name: str) -> Workload:
+        w = self.world.workloads.get(name)
+        if w is None:
+            raise NotFoundError(f"workload {name} not found")
+        return w
+
+    def evict(self, pod: str) -> None:
+        target = self._pod(pod)
+        if target.terminating:
+            return
+        try:
+            self.world.evict(target, "relocated")
+        except EvictionRefusedError:
+            raise EvictionBlockedError(f"evicting {pod} would break its disruption budget") from None
+
+    def delete_pod(self, pod: str) -> None:
+        self.world.delete_pod(self._pod(pod), "deleted")
+
+    def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
+        _apply(self._pod(pod).annotations, changes)
+
+    def add_toleration(self, pod: str, toleration: Toleration) -> None:
+        target = self._pod(pod)
+        if toleration not in target.spec.tolerations:
+            target.spec = replace(target.spec, tolerations=(*target.spec.tolerations, toleration))
+            self.world.changed()
+
+    def taint_node(self, node: str, taint: Taint) -> None:
+        current = self._node_taints(node)
+        self.world.set_taints(node, (*(t for t in current if t.key != taint.key), taint))
+
+    def untaint_node(self, node: str, key: str) -> None:
+        self.world.set_taints(node, tuple(t for t in self._node_taints(node) if t.key != key))
+
+    def _node_taints(self, node: str) -> tuple[Taint, ...]:
+        found = self.world.state.nodes.get(node)
+        if found is None:
+            raise NotFoundError(f"node {node} not found")
+        return found.taints
+
+    def nominate(self, pod: str, node: str | None) -> None:
+        target = self._pod(pod)
+        if node is not None and node not in self.world.state.nodes:
+            raise NotFoundError(f"node {node} not found")
+        self.world.state.nominate(target, node)
+        self.world.changed()
+
+    def scale(self, workload: str, replicas: int) -> None:
+        self._workload(workload)
+        self.world.scale(workload, replicas, reason=SURGE_REASON)
+
+    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
+        _apply(self._workload(workload).annotations, changes)
+
+    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
+        self.world.rec.event(
+            self.world.now, "makeroom", reason=reason, object=f"{kind}/{name}", message=message
+        )
+
+
+def _apply(annotations: dict[str, str], changes: Mapping[str, str | None]) -> None:
+    for key, value in changes.items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
