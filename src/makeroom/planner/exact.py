@@ -95,7 +95,7 @@ def cheapest_destinations(
     same_as_prev = [i > 0 and victims[i].spec is victims[i - 1].spec for i in range(len(victims))]
     slot_choices: list[list[int]] = []
     for v in victims:
-        ok = (state.static_mask(v.spec) & planner.ready) | planner.upcoming_mask(v.spec)
+        ok = planner.static(v.spec) | planner.upcoming_mask(v.spec)
         slot_choices.append([int(s) for s in np.flatnonzero(ok) if int(s) != source])
     free = {s: planner.free[s].copy() for choices in slot_choices for s in choices}
     base_new = [NewNode(nn.group, nn.index, nn.free.copy(), nn.for_victims) for nn in planner.new_nodes]

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import NodeGroup, Pod, PodSpec, PreemptionPolicy
-from makeroom.model.fit import label_fit
+from makeroom.model import Node, NodeGroup, Pod, PodSpec, PreemptionPolicy, Taint
+from makeroom.model.fit import label_fit, static_fit
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.state import ClusterState, Mask
 from makeroom.planner.rules import not_movable
@@ -123,6 +123,10 @@ class Planner:
     _upcoming_mask: dict[PodSpec, Mask] = field(default_factory=dict)
     _rooms: dict[PodSpec, npt.NDArray[np.intp]] = field(default_factory=dict)
     _held: dict[str, int] = field(default_factory=dict)
+    _static: dict[PodSpec, Mask] = field(default_factory=dict)
+    _capacity: dict[PodSpec, tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]] = field(default_factory=dict)
+    _sig: npt.NDArray[np.int64] = field(init=False)
+    _sig_nodes: list[Node] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         state = self.state
@@ -132,12 +136,20 @@ class Planner:
         self.group_rank = {name: i for i, name in enumerate(state.groups)}
         self.slot_rank = np.full(n, len(self.group_rank), dtype=np.int64)
         self.group_size = {name: 0 for name in state.groups}
+        self._sig = np.full(n, -1, dtype=np.int64)
+        sigs: dict[tuple[bool, bool, tuple[Taint, ...]], int] = {}
         for name, slot in state.slot_of.items():
             node = state.nodes[name]
             self.ready[slot] = node.ready
             self.slot_rank[slot] = self.group_rank.get(node.group, len(self.group_rank))
             if node.group in self.group_size:
                 self.group_size[node.group] += 1
+            key = (node.ready, node.unschedulable, node.taints)
+            sig = sigs.get(key)
+            if sig is None:
+                sig = sigs[key] = len(self._sig_nodes)
+                self._sig_nodes.append(node)
+            self._sig[slot] = sig
         self.upcoming = state.alive & ~self.ready
         for node_name, held in state.nominated.items():
             slot = state.slot_of[node_name]
@@ -147,6 +159,31 @@ class Planner:
                     self._held[pod.key] = slot
 
     # --- small cached facts --------------------------------------------------------------------
+    def static(self, spec: PodSpec) -> Mask:
+        """Ready nodes whose labels, taints and cordon admit the spec (static_fit), computed once
+        per distinct (readiness, cordon, taints) of the nodes, and per label value the spec's
+        selectors read, instead of once per node."""
+        mask = self._static.get(spec)
+        if mask is not None:
+            return mask
+        keys = sorted({k for k, _ in spec.node_selector} | {r.key for t in spec.required_affinity for r in t})
+        if not keys:
+            ok = np.array([static_fit(spec, node) is None for node in self._sig_nodes] + [False])
+            mask = ok[self._sig] & self.ready
+        else:
+            mask = np.zeros(len(self.state.alive), dtype=np.bool_)
+            seen: dict[tuple[int, tuple[str | None, ...]], bool] = {}
+            for slot in np.flatnonzero(self.ready):
+                node = self.state.node_at[int(slot)]
+                assert node is not None
+                key = (int(self._sig[slot]), tuple(node.labels.get(k) for k in keys))
+                fit = seen.get(key)
+                if fit is None:
+                    fit = seen[key] = static_fit(spec, node) is None
+                mask[slot] = fit
+        self._static[spec] = mask
+        return mask
+
     def movable(self, pod: Pod) -> NotMovable | None:
         if pod.key not in self._movable:
             self._movable[pod.key] = not_movable(pod, self.policy)
@@ -225,7 +262,8 @@ class Planner:
         if held is not None:
             self.free[held] += req
         self._rooms.clear()
-        static = state.static_mask(pod.spec) & self.ready
+        self._capacity.clear()
+        static = self.static(pod.spec)
         fits = static & np.all(self.free >= req, axis=1)
         if fits.any():
             slot = held if held is not None and fits[held] else self._first(fits)
@@ -430,14 +468,14 @@ class Planner:
         """How many pods of each class existing rooms could take (each class alone, other than slot)."""
         out = []
         for c in classes:
-            rooms = self.rooms_for(c.spec, c.req)
-            rooms = rooms[rooms != slot]
-            if len(rooms) == 0:
-                out.append(0)
-                continue
-            dims = c.req > 0
-            per = self.free[rooms][:, dims] // c.req[dims]
-            out.append(int(np.min(per, axis=1).clip(min=0).sum()))
+            cached = self._capacity.get(c.spec)
+            if cached is None:
+                rooms = self.rooms_for(c.spec, c.req)
+                dims = c.req > 0
+                per = np.min(self.free[rooms][:, dims] // c.req[dims], axis=1).clip(min=0)
+                cached = self._capacity[c.spec] = (rooms, per)
+            rooms, per = cached
+            out.append(int(per.sum() - per[rooms == slot].sum()))
         return out
 
     def rooms_for(self, spec: PodSpec, r: Vector) -> npt.NDArray[np.intp]:
@@ -447,7 +485,7 @@ class Planner:
         rooms = self._rooms.get(spec)
         if rooms is None:
             fit = np.all(self.free >= r, axis=1)
-            ready = self.state.static_mask(spec) & self.ready & fit
+            ready = self.static(spec) & fit
             upcoming = self.upcoming_mask(spec) & fit
             slots = np.flatnonzero(ready | upcoming)
             dims = (r > 0) & (np.arange(len(r)) != self.state.index.position(PODS))

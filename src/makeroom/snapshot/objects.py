@@ -50,6 +50,8 @@ _TRANSIENT_TAINTS = (
     "DeletionCandidateOfClusterAutoscaler",
     "node.cloudprovider.kubernetes.io/uninitialized",
 )
+_PREEMPT = PreemptionPolicy.PREEMPT_LOWER_PRIORITY.value
+_POLICIES = frozenset(p.value for p in PreemptionPolicy)
 _OWNER_KINDS = {
     "ReplicaSet": OwnerKind.REPLICA_SET,
     "StatefulSet": OwnerKind.STATEFUL_SET,
@@ -67,18 +69,29 @@ class _Problems:
         self.items.append(Problem(path, message))
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _is_map(x: Any) -> bool:
+    return type(x) is dict or isinstance(x, Mapping)
+
+
 def _map(obj: Any, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
+    value = obj.get(key) if _is_map(obj) else None
+    return value if value is not None and _is_map(value) else _EMPTY
 
 
 def _list(obj: Any, key: str) -> list[Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, list) else []
+    value = obj.get(key) if _is_map(obj) else None
+    return value if type(value) is list else []
 
 
 def _str_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping):
+    """Labels and annotations: string to string. A plain dict from a dump is kept as it is (the API
+    server only stores strings there); anything else is converted."""
+    if type(value) is dict and all(type(v) is str for v in value.values()):
+        return value
+    if not _is_map(value):
         return {}
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
@@ -119,11 +132,12 @@ class _Builder:
     prefix: str
     problems: _Problems = field(default_factory=_Problems)
     nodes: list[Node] = field(default_factory=list)
-    pods: list[tuple[Pod, Mapping[str, str]]] = field(default_factory=list)
+    pods: list[tuple[Pod, str]] = field(default_factory=list)
     pdbs: list[tuple[str, Mapping[str, Any], DisruptionBudget, str]] = field(default_factory=list)
     status: Mapping[str, Any] | None = None
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
+    _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
 
     def where(self, i: int) -> str:
         return f"{self.prefix}[{i}]" if self.prefix else f"[{i}]"
@@ -186,36 +200,13 @@ class _Builder:
         labels = _str_map(meta.get("labels"))
         namespace = str(meta.get("namespace") or "default")
         owner_kind, workload = self.owner(meta, labels, annotations, namespace)
-        requests = self.requests(spec, f"{where}.spec")
-        priority = spec.get("priority", 0)
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            self.problems.add(f"{where}.spec.priority", f"expected an integer priority, got {priority!r}")
-            priority = 0
-        policy = spec.get("preemptionPolicy") or PreemptionPolicy.PREEMPT_LOWER_PRIORITY.value
-        if policy not in {p.value for p in PreemptionPolicy}:
-            self.problems.add(
-                f"{where}.spec.preemptionPolicy", f"expected PreemptLowerPriority or Never, got {policy!r}"
-            )
-            policy = PreemptionPolicy.PREEMPT_LOWER_PRIORITY.value
-        selector = spec.get("nodeSelector") or {}
-        if not isinstance(selector, Mapping):
-            self.problems.add(f"{where}.spec.nodeSelector", "expected a mapping of label to value")
-            selector = {}
-        pod_spec = PodSpec(
-            requests=requests,
-            priority=priority,
-            preemption_policy=PreemptionPolicy(policy),
-            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
-            tolerations=self.tolerations(spec.get("tolerations"), f"{where}.spec.tolerations"),
-            required_affinity=self.affinity(spec, f"{where}.spec.affinity"),
-            priority_class=str(spec.get("priorityClassName") or ""),
-            termination_grace=float(spec.get("terminationGracePeriodSeconds") or 30),
-            local_storage=any(
-                isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v)
-                for v in _list(spec, "volumes")
-            ),
-        )
-        pod_spec = self._specs.setdefault(pod_spec, pod_spec)
+        key = self._spec_key(spec)
+        pod_spec = self._by_key.get(key) if key is not None else None
+        if pod_spec is None:
+            before = len(self.problems.items)
+            pod_spec = self.pod_spec(spec, where)
+            if key is not None and len(self.problems.items) == before:
+                self._by_key[key] = pod_spec
         node_name = spec.get("nodeName")
         created = _timestamp(meta.get("creationTimestamp"))
         conditions = _list(status, "conditions")
@@ -234,7 +225,67 @@ class _Builder:
             annotations=annotations,
             labels=labels,
         )
-        self.pods.append((pod, {"where": where}))
+        self.pods.append((pod, where))
+
+    @staticmethod
+    def _spec_key(spec: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """Everything a PodSpec is made of, as text: pods of one template share it, and their
+        PodSpec is parsed once. None when the spec is too odd to key (it is then parsed as is)."""
+        containers = spec.get("containers")
+        inits = spec.get("initContainers")
+        if type(containers) is not list or not (inits is None or type(inits) is list):
+            return None
+        try:
+            return (
+                repr([c.get("resources") for c in containers]),
+                repr([(c.get("resources"), c.get("restartPolicy")) for c in inits]) if inits else "",
+                repr(spec.get("overhead")),
+                repr(spec.get("priority")),
+                spec.get("preemptionPolicy"),
+                repr(spec.get("nodeSelector")),
+                repr(spec.get("tolerations")),
+                repr(spec.get("affinity", {}).get("nodeAffinity")) if spec.get("affinity") else "",
+                repr(spec.get("priorityClassName")),
+                repr(spec.get("terminationGracePeriodSeconds")),
+                any(
+                    type(v) is dict and ("emptyDir" in v or "hostPath" in v)
+                    for v in spec.get("volumes") or ()
+                ),
+            )
+        except (AttributeError, TypeError):
+            return None
+
+    def pod_spec(self, spec: Mapping[str, Any], where: str) -> PodSpec:
+        requests = self.requests(spec, f"{where}.spec")
+        priority = spec.get("priority", 0)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            self.problems.add(f"{where}.spec.priority", f"expected an integer priority, got {priority!r}")
+            priority = 0
+        policy = spec.get("preemptionPolicy") or _PREEMPT
+        if policy not in _POLICIES:
+            self.problems.add(
+                f"{where}.spec.preemptionPolicy", f"expected PreemptLowerPriority or Never, got {policy!r}"
+            )
+            policy = _PREEMPT
+        selector = spec.get("nodeSelector") or {}
+        if not isinstance(selector, Mapping):
+            self.problems.add(f"{where}.spec.nodeSelector", "expected a mapping of label to value")
+            selector = {}
+        pod_spec = PodSpec(
+            requests=requests,
+            priority=priority,
+            preemption_policy=PreemptionPolicy(policy),
+            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+            tolerations=self.tolerations(spec.get("tolerations"), f"{where}.spec.tolerations"),
+            required_affinity=self.affinity(spec, f"{where}.spec.affinity"),
+            priority_class=str(spec.get("priorityClassName") or ""),
+            termination_grace=float(spec.get("terminationGracePeriodSeconds") or 30),
+            local_storage=any(
+                isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v)
+                for v in _list(spec, "volumes")
+            ),
+        )
+        return self._specs.setdefault(pod_spec, pod_spec)
 
     @staticmethod
     def owner(
@@ -509,12 +560,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
     seen_pods: set[str] = set()
     for pod, info in b.pods:
         if pod.key in seen_pods:
-            problems.append(Problem(f"{info['where']}.metadata.name", f"pod {pod.key!r} appears twice"))
+            problems.append(Problem(f"{info}.metadata.name", f"pod {pod.key!r} appears twice"))
             continue
         seen_pods.add(pod.key)
         if pod.node is not None and pod.node not in state.nodes:
             problems.append(
-                Problem(f"{info['where']}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
+                Problem(f"{info}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
             )
             continue
         nominated = pod.nominated_node
