@@ -1,0 +1,343 @@
+"""``makeroom bench plan``: the planner at Kubernetes' limits, with the scheduler's per-node preemption
+measured on the same states in the same run as the baseline.
+
+Each size runs in its own subprocess, so that its peak memory (ru_maxrss) is its own. A size is a
+generated cluster given as Kubernetes objects (plain dicts, as a dump or a watch cache holds them):
+a CPU group and two GPU groups; CPU-only replicas fill the CPU nodes and also sit on GPU nodes (issue
+1966), GPU replicas hold some GPUs, and 100 high-priority GPU pods are pending. Measured:
+- build: ``snapshot.state_from_objects`` on the objects;
+- plan per pending pod: each pod planned on its own (p50, p99), and plans for 1, 10 and 100 pending
+  pods at once (total and per pod);
+- baseline: ``find_preemption`` for each pending pod on the same state (p50, p99);
+- peak memory of the subprocess (objects, state and plans together).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+GOALS = {"plan_p50_ms": 30.0, "plan_p99_ms": 200.0, "build_s": 3.0, "peak_mib": 1536.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    name: str
+    nodes: int
+    pods_per_node: int
+    packed_nodes: int = 0  # nodes filled to the 110-pod limit (the extreme), the rest share the remainder
+    total_pods: int = 0  # 0: nodes * pods_per_node
+    pending: int = 100
+
+
+SIZES = (
+    Size("500 nodes, 15,000 pods", 500, 30),
+    Size("1,000 nodes, 30,000 pods", 1000, 30),
+    Size("5,000 nodes, 150,000 pods", 5000, 30),
+    Size(
+        "5,000 nodes, 150,000 pods, 1,000 nodes at 110 pods", 5000, 30, packed_nodes=1000, total_pods=150_000
+    ),
+)
+QUICK = (Size("100 nodes, 3,000 pods", 100, 30, pending=20),)
+
+CPU_SIZES = (("100m", "256Mi"), ("250m", "512Mi"), ("400m", "1Gi"), ("500m", "1Gi"))
+CPU_PRIORITIES = (0, 100, 100, 500)
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _milli(q: str) -> int:
+    from makeroom.model import parse_quantity
+
+    return parse_quantity(q)
+
+
+def generate(size: Size) -> list[dict[str, Any]]:
+    """The cluster as Kubernetes objects: nodes, pods, PDBs and the autoscaler's status ConfigMap."""
+    n_gpu_a = max(2, size.nodes * 15 // 100)
+    n_gpu_b = max(1, size.nodes * 10 // 100)
+    n_cpu = size.nodes - n_gpu_a - n_gpu_b
+    groups = [
+        ("cpu", n_cpu, n_cpu + max(10, n_cpu // 10), {"cpu": "16", "memory": "64Gi", "pods": "110"}, []),
+        (
+            "gpu-a10",
+            n_gpu_a,
+            n_gpu_a,
+            {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"},
+            [GPU_TAINT],
+        ),
+        (
+            "gpu-a100",
+            n_gpu_b,
+            n_gpu_b,
+            {"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "4"},
+            [GPU_TAINT],
+        ),
+    ]
+    objects: list[dict[str, Any]] = []
+    nodes: list[tuple[str, str, dict[str, int]]] = []
+    for group, count, _, quantities, taints in groups:
+        for i in range(count):
+            name = f"{group}-{i:05d}"
+            nodes.append((name, group, {k: _milli(v) for k, v in quantities.items()}))
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "labels": {"karpenter.sh/nodepool": group, "kubernetes.io/hostname": name},
+                    },
+                    "spec": {"taints": list(taints)} if taints else {},
+                    "status": {
+                        "allocatable": dict(quantities),
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                }
+            )
+    n_workloads = max(20, size.nodes // 5)
+    workloads: list[dict[str, Any]] = []
+    for w in range(n_workloads):
+        cpu, mem = CPU_SIZES[w % len(CPU_SIZES)]
+        workloads.append(
+            {
+                "name": f"api-{w:04d}",
+                "cpu": cpu,
+                "mem": mem,
+                "req": (_milli(cpu), _milli(mem)),
+                "priority": CPU_PRIORITIES[(w // 4) % len(CPU_PRIORITIES)],
+                "tolerates": w % 2 == 0,
+            }
+        )
+    tolerant = [w for w in workloads if w["tolerates"]]
+    small = [w for w in workloads if w["cpu"] == "100m"]
+    big_tolerant = [w for w in tolerant if w["cpu"] in ("400m", "500m")]
+    total = size.total_pods or size.nodes * size.pods_per_node
+    per_node = [size.pods_per_node] * size.nodes
+    if size.packed_nodes:
+        rest = total - 110 * size.packed_nodes
+        per_node = [110] * size.packed_nodes + [rest // (size.nodes - size.packed_nodes)] * (
+            size.nodes - size.packed_nodes
+        )
+    counts: dict[str, int] = {}
+    gpu_pods = 0
+
+    def add_pod(w: dict[str, Any], node: str | None, gpu: bool = False) -> None:
+        n = counts.get(w["name"], 0)
+        counts[w["name"]] = n + 1
+        h = "5f7d8c9b6"
+        container: dict[str, Any] = {
+            "name": "main",
+            "resources": {"requests": {"cpu": w["cpu"], "memory": w["mem"]}},
+        }
+        spec: dict[str, Any] = {"priority": w["priority"], "containers": [container]}
+        if gpu:
+            container["resources"]["requests"]["nvidia.com/gpu"] = "1"
+            spec["nodeSelector"] = {"karpenter.sh/nodepool": "gpu-a10"}
+        if w["tolerates"] or gpu:
+            spec["tolerations"] = [GPU_TOLERATION]
+        if node is not None:
+            spec["nodeName"] = node
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{w['name']}-{h}-{n:05d}",
+                    "namespace": "default",
+                    "labels": {"app": w["name"], "pod-template-hash": h},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "ReplicaSet",
+                            "name": f"{w['name']}-{h}",
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": spec,
+                "status": {"phase": "Running" if node else "Pending"},
+            }
+        )
+
+    gpu_workload: dict[str, Any] = {
+        "name": "llm",
+        "cpu": "5",
+        "mem": "20Gi",
+        "priority": 1000,
+        "tolerates": True,
+    }
+    for i, (name, group, capacity) in enumerate(nodes):
+        room_cpu, room_mem = capacity["cpu"], capacity["memory"]
+        pool = small if per_node[i] > 60 else (tolerant if group != "cpu" else workloads)
+        if group != "cpu" and i % 5 < 3:  # three GPU nodes in five run a GPU replica
+            add_pod(gpu_workload, name, gpu=True)
+            gpu_pods += 1
+            room_cpu -= 5000
+            room_mem -= 20 * 2**30 * 1000
+        elif group != "cpu":  # the others have a free GPU, but CPU-only replicas took its CPU
+            pool = big_tolerant
+        for k in range(per_node[i]):
+            chosen = pool[(i * 7 + k) % len(pool)]
+            c, m = chosen["req"]
+            if c > room_cpu or m > room_mem:
+                continue
+            add_pod(chosen, name)
+            room_cpu -= c
+            room_mem -= m
+    for _ in range(size.pending):
+        add_pod(gpu_workload, None, gpu=True)
+    for budgeted in workloads[::3]:
+        objects.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": budgeted["name"], "namespace": "default"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": budgeted["name"]}}},
+            }
+        )
+    status = ["autoscalerStatus: Running", "nodeGroups:"]
+    for group, count, gmax, _, _ in groups:
+        status += [f"- name: {group}", "  health:", f"    minSize: {min(1, count)}", f"    maxSize: {gmax}"]
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
+            "data": {"status": "\n".join(status) + "\n"},
+        }
+    )
+    return objects
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def reference_ms() -> float:
+    """A fixed pure-Python workload (a million small dicts), timed in the same process: numbers from
+    a loaded or slower machine scale with it."""
+    start = time.perf_counter()
+    junk = [{"a": i, "b": {"c": (1, 2)}} for i in range(1_000_000)]
+    del junk
+    return round((time.perf_counter() - start) * 1000.0, 1)
+
+
+def measure(size: Size) -> dict[str, Any]:
+    """One size, in this process: build, plan, baseline; peak memory from ru_maxrss."""
+    from makeroom.planner import Policy, plan
+    from makeroom.sim.preemption import find_preemption
+    from makeroom.snapshot import state_from_objects
+
+    objects = generate(size)
+    start = time.perf_counter()
+    state = state_from_objects(objects, source="generated")
+    build_s = time.perf_counter() - start
+    pending = sorted(state.pending(), key=lambda p: p.key)
+    policy = Policy(now=0.0)
+
+    single: list[float] = []
+    outcomes = {"relocation": 0, "new-node": 0, "fits-now": 0, "unplaceable": 0}
+    moves: list[int] = []
+    for pod in pending:
+        t0 = time.perf_counter()
+        result = plan(state, policy, pending=[pod])
+        single.append((time.perf_counter() - t0) * 1000.0)
+        for p in result.placements:
+            outcomes[p.reason.value] += 1
+        outcomes["unplaceable"] += len(result.unplaceable)
+        moves.append(len(result.moves))
+    batches = []
+    for k in (1, 10, 100):
+        if k > len(pending):
+            continue
+        t0 = time.perf_counter()
+        result = plan(state, policy, pending=pending[:k])
+        ms = (time.perf_counter() - t0) * 1000.0
+        batches.append(
+            {
+                "pending": k,
+                "total_ms": round(ms, 2),
+                "per_pod_ms": round(ms / k, 3),
+                "placed": len(result.placements),
+                "moves": len(result.moves),
+                "new_nodes": result.stats.new_nodes,
+                "unplaceable": len(result.unplaceable),
+            }
+        )
+
+    baseline: list[float] = []
+    found = 0
+    for pod in pending:
+        t0 = time.perf_counter()
+        choice = find_preemption(state, pod, lambda _w: None)
+        baseline.append((time.perf_counter() - t0) * 1000.0)
+        found += choice is not None
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "size": asdict(size),
+        "nodes": len(state.nodes),
+        "pods": len(state.pods),
+        "build_s": round(build_s, 3),
+        "plan_single_ms": {
+            "p50": round(_pct(single, 50), 3),
+            "p99": round(_pct(single, 99), 3),
+            "max": round(max(single, default=0.0), 3),
+            "mean": round(statistics.fmean(single), 3) if single else 0.0,
+        },
+        "plan_batches": batches,
+        "outcomes_single": outcomes,
+        "moves_per_pod_mean": round(statistics.fmean(moves), 2) if moves else 0.0,
+        "baseline_find_preemption_ms": {
+            "p50": round(_pct(baseline, 50), 3),
+            "p99": round(_pct(baseline, 99), 3),
+            "found": found,
+        },
+        "peak_mib": round(peak_kib / 1024.0, 1),
+        "reference_ms": reference_ms(),
+    }
+
+
+def _in_subprocess(size: Size) -> dict[str, Any]:
+    code = (
+        "import json, sys\n"
+        "from makeroom.bench.plan import Size, measure\n"
+        "print(json.dumps(measure(Size(**json.loads(sys.argv[1])))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(asdict(size))], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        return {"size": asdict(size), "error": done.stderr.strip().splitlines()[-1:] or ["failed"]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_plan_bench(progress: Callable[[str], None] | None = None, quick: bool = False) -> dict[str, Any]:
+    from makeroom.bench.sim import machine
+
+    rows = []
+    for size in QUICK if quick else SIZES:
+        if progress is not None:
+            progress(size.name)
+        row = _in_subprocess(size)
+        if "error" not in row and size.nodes >= 5000:
+            row["goals_met"] = {
+                "plan_p50": row["plan_single_ms"]["p50"] <= GOALS["plan_p50_ms"],
+                "plan_p99": row["plan_single_ms"]["p99"] <= GOALS["plan_p99_ms"],
+                "build": row["build_s"] <= GOALS["build_s"],
+                "peak_memory": row["peak_mib"] <= GOALS["peak_mib"],
+            }
+        rows.append(row)
+    return {"benchmark": "plan", "machine": machine(), "goals_at_5000_nodes": GOALS, "sizes": rows}
