@@ -38,6 +38,18 @@ def seed3() -> list[Result]:
     return [run("seed-3-no-needless-gpu-node", s) for s in ("none", "preemption")]
 
 
+@pytest.fixture(scope="module")
+def comparison_page(seed2: list[Result], tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = render_comparison(seed2, tmp_path_factory.mktemp("report") / "cmp.html")
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def demo_page(seed2: list[Result], seed3: list[Result], tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = render_demo([seed2, seed3], tmp_path_factory.mktemp("report") / "demo.html")
+    return out.read_text(encoding="utf-8")
+
+
 class Tables(HTMLParser):
     """Rows of every <table> of a page, keyed by the <h3> (strategy) above them and the caption."""
 
@@ -115,8 +127,8 @@ def test_svg_parses_and_names_scenario_and_strategies(tmp_path: Path, seed2: lis
         assert r.data["strategy"] in text
 
 
-def test_html_is_one_self_contained_page(tmp_path: Path, seed2: list[Result]) -> None:
-    page = render_comparison(seed2, tmp_path / "cmp.html").read_text(encoding="utf-8")
+def test_html_is_one_self_contained_page(comparison_page: str) -> None:
+    page = comparison_page
     parsed = parse(page)
     assert parsed.svgs == 1
     assert not parsed.tags & {"script", "link", "img", "iframe"}
@@ -124,8 +136,8 @@ def test_html_is_one_self_contained_page(tmp_path: Path, seed2: list[Result]) ->
     assert 'href="http' not in page and "src=" not in page
 
 
-def test_html_tables_carry_the_numbers_of_each_run(tmp_path: Path, seed2: list[Result]) -> None:
-    parsed = parse(render_comparison(seed2, tmp_path / "cmp.html").read_text(encoding="utf-8"))
+def test_html_tables_carry_the_numbers_of_each_run(comparison_page: str, seed2: list[Result]) -> None:
+    parsed = parse(comparison_page)
     for result in seed2:
         data = result.data
         strategy = data["strategy"]
@@ -150,21 +162,19 @@ def test_html_tables_carry_the_numbers_of_each_run(tmp_path: Path, seed2: list[R
 
 
 def test_demo_html_has_a_section_per_scenario(
-    tmp_path: Path, seed2: list[Result], seed3: list[Result]
+    demo_page: str, seed2: list[Result], seed3: list[Result]
 ) -> None:
-    page = render_demo([seed2, seed3], tmp_path / "demo.html").read_text(encoding="utf-8")
+    page = demo_page
     assert page.count("<section>") == 2
     assert parse(page).svgs == 2
     for r in (seed2[0], seed3[0]):
         assert f"<h2>{r.data['scenario']}</h2>" in page
 
 
-def test_demo_html_figures_are_valid_svg_with_ids_unique_on_the_page(
-    tmp_path: Path, seed2: list[Result], seed3: list[Result]
-) -> None:
+def test_demo_html_figures_are_valid_svg_with_ids_unique_on_the_page(demo_page: str) -> None:
     import re
 
-    page = render_demo([seed2, seed3], tmp_path / "demo.html").read_text(encoding="utf-8")
+    page = demo_page
     svgs = re.findall(r"<svg\b.*?</svg>", page, flags=re.DOTALL)
     assert len(svgs) == 2
     for svg in svgs:
