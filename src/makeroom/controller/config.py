@@ -19,6 +19,6 @@ class ControllerConfig:
     """A pod that makeroom moved (a replacement) is not moved again within this time."""
     max_moves_in_flight: int = 20
     """The most pods one round of relocations may move at once."""
-    backoff: float = 5.0
+    backoff: float = 2.0
     """First wait after a refused eviction or a failed call; doubles up to ``max_backoff``."""
-    max_backoff: float = 120.0
+    max_backoff: float = 30.0

@@ -14,6 +14,15 @@ from makeroom.model import Pod, Taint, Toleration, Workload
 from makeroom.model.state import ClusterState
 from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
 
+# Kubernetes Event reasons as timeline kinds of the result JSON and the pictures.
+EVENT_KINDS = {
+    "Relocating": "relocation_started",
+    "Moving": "moved",
+    "Evicted": "relocation_evicted",
+    "RoomMade": "relocation_done",
+    "RelocationRolledBack": "relocation_rolled_back",
+}
+
 
 class SimCluster:
     def __init__(self, world: World) -> None:
@@ -88,7 +97,11 @@ class SimCluster:
 
     def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
         self.world.rec.event(
-            self.world.now, "makeroom", reason=reason, object=f"{kind}/{name}", message=message
+            self.world.now,
+            EVENT_KINDS.get(reason, "makeroom"),
+            reason=reason,
+            object=f"{kind}/{name}",
+            message=message,
         )
 
 

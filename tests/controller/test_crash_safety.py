@@ -1,0 +1,35 @@
+"""Kill the controller before each of its actions in turn; a fresh one must finish or roll back,
+and leave nothing of makeroom behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from makeroom.scenario import load_scenario
+from tests.conftest import seed
+from tests.controller.support import leftovers, ready, run_with_crash
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("strategy", ["evict", "migrate"])
+def test_a_fresh_controller_finishes_after_a_crash_at_every_action(n: int, strategy: str) -> None:
+    scenario = load_scenario(seed(n))
+    _, clean, actions = run_with_crash(scenario, strategy, None)
+    assert actions >= 5, "the relocation should take several actions"
+    assert ready(clean, "text-generator") == 1
+    desired_iris = clean.data["workloads"]["iris-classifier"]["desired"]
+    for crash_at in range(1, actions + 1):
+        sim, result, _ = run_with_crash(scenario, strategy, crash_at)
+        where = f"{strategy} on seed-{n}, killed before action {crash_at} of {actions}"
+        assert ready(result, "text-generator") == 1, where
+        assert ready(result, "iris-classifier") == desired_iris, where
+        assert leftovers(sim, scenario) == [], where
+        assert result.data["node_groups"]["gpu"]["nodes_added"] == 0, where
+
+
+@pytest.mark.parametrize("strategy", ["evict", "migrate"])
+def test_a_clean_run_leaves_nothing_behind(strategy: str) -> None:
+    scenario = load_scenario(seed(2))
+    sim, result, _ = run_with_crash(scenario, strategy, None)
+    assert leftovers(sim, scenario) == []
+    assert ready(result, "iris-classifier") == 15
