@@ -84,3 +84,17 @@ def test_replacements_are_in_cooldown() -> None:
     policy = Policy(now=200.0, recently_moved=cooling)
     assert all(not_movable(state.pods[k], policy) is NotMovable.COOLDOWN for k in replacements)
     assert controller._cooling(state, 62.0 + 601.0) == frozenset()
+
+
+def test_migrate_never_scales_a_workload_whose_replicas_another_controller_owns() -> None:
+    scenario = load_scenario(seed(1))
+    sim = Simulation(scenario, Options(strategy="migrate"))
+    sim.world.workloads["iris-classifier"].replicas_owner = "HorizontalPodAutoscaler/iris-classifier"
+    attach_controller(sim, ControllerConfig(strategy="migrate"))
+    result = sim.run()
+    assert not [e for e in result.data["events"] if e["kind"] == "makeroom_scale"]
+    assert result.data["workloads"]["text-generator"]["ready_at_end"] == 1
+    iris = result.data["workloads"]["iris-classifier"]
+    assert iris["evicted"] == 3
+    assert iris["min_ready"] >= 9  # evicted within the budget instead
+    assert leftovers(sim, scenario) == []

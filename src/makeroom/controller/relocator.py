@@ -144,7 +144,8 @@ class Controller:
         surge: dict[str, int] = defaultdict(int)
         if self.config.strategy == "migrate":
             for move in moves:
-                if move.workload is not None:
+                w = state.workloads.get(move.workload) if move.workload is not None else None
+                if move.workload is not None and w is not None and w.replicas_owner is None:
                     surge[move.workload] += 1
         record = Relocation(
             strategy=self.config.strategy,
@@ -255,7 +256,8 @@ class Controller:
                     lambda wl=workload, s=surge: self.cluster.annotate_workload(wl, {SURGE: s.to_json()})
                 )
             for v in record.victims:
-                self._mark_victim(state, v, pod, lowest_cost=True)
+                if v.workload == workload:
+                    self._mark_victim(state, v, pod, lowest_cost=True)
             if w.replicas != surge.base + surge.by:
                 self._act(lambda wl=workload, n=surge.base + surge.by: self.cluster.scale(wl, n))
             ready = ready and others_ready >= surge.need_ready

@@ -221,3 +221,6 @@ class Workload:
     pdb: DisruptionBudget | None = None
     owner_kind: OwnerKind = OwnerKind.REPLICA_SET
     annotations: dict[str, str] = field(default_factory=dict)
+    replicas_owner: str | None = None
+    """Another controller that sets spec.replicas (a HorizontalPodAutoscaler, KEDA...): makeroom then
+    never changes the replica count, since that controller would undo it."""
