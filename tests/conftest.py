@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
+import makeroom.cli.main
 import makeroom.examples
-from makeroom.cli.main import app
+from makeroom.cli.app import app
 
 EXAMPLES = Path(makeroom.examples.__file__).parent
 SEEDS = {int(p.name.split("-")[1]): p for p in EXAMPLES.glob("seed-*.yaml")}
