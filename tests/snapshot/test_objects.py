@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,10 @@ def test_autoscaler_status_text_and_yaml() -> None:
     bounds = bounds_for("default-pool", zones)
     assert bounds is not None and (bounds.min, bounds.max) == (1, 6)
     assert bounds_for("gpu", zones) is None
+
+
+def test_plan_reads_a_json_dump(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(_dump()))
+    out = run_json("plan", dump)
+    assert [m["pod"] for m in out["moves"]] == ["iris-classifier-7d9f8b6c5-abcde"]
