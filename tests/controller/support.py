@@ -58,6 +58,10 @@ class CrashingPort:
         self._step()
         self.inner.taint_node(node, taint)
 
+    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
+        self._step()
+        self.inner.annotate_node(node, changes)
+
     def untaint_node(self, node: str, key: str) -> None:
         self._step()
         self.inner.untaint_node(node, key)
@@ -117,6 +121,9 @@ def leftovers(sim: Simulation, scenario: Scenario) -> list[str]:
             if tol.key.startswith("makeroom.io/"):
                 found.append(f"pod {pod.name}: toleration {tol.key}")
     for node in state.nodes.values():
+        for key in node.annotations:
+            if key.startswith("makeroom.io/"):
+                found.append(f"node {node.name}: annotation {key}")
         for taint in node.taints:
             if taint.key.startswith("makeroom.io/"):
                 found.append(f"node {node.name}: taint {taint.key}")

@@ -74,16 +74,19 @@ def test_a_changed_world_rolls_back_cleanly() -> None:
 
 
 def test_replacements_are_in_cooldown() -> None:
-    sim, controller, _, _ = run(1, "migrate")
+    scenario = load_scenario(seed(1))
+    sim = Simulation(scenario, Options(strategy="migrate"))
+    controller = attach_controller(sim, ControllerConfig(strategy="migrate"))
+    sim.run(until=200.0)
     state = sim.world.state
-    cooling = controller._cooling(state, 200.0)
+    cooling = controller.steps.cooling(state, 200.0)
     replacements = {
         p.key for p in state.pods.values() if p.workload == "iris-classifier" and p.created_at > 0
     }
     assert replacements and cooling == replacements
     policy = Policy(now=200.0, recently_moved=cooling)
     assert all(not_movable(state.pods[k], policy) is NotMovable.COOLDOWN for k in replacements)
-    assert controller._cooling(state, 62.0 + 601.0) == frozenset()
+    assert controller.steps.cooling(state, 62.0 + 601.0) == frozenset()
 
 
 def test_migrate_never_scales_a_workload_whose_replicas_another_controller_owns() -> None:

@@ -19,6 +19,13 @@ from makeroom.sim import Result
 FileArg = Annotated[Path, typer.Argument(help="A scenario file (spec v1).", show_default=False)]
 SeedOpt = Annotated[int, typer.Option(help="Seed for the random choices (the random expander).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON result of the spec instead of tables.")]
+ConsolidateOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--consolidate/--no-consolidate",
+        help="Turn the controller's consolidation pass on or off (default: the scenario's, on).",
+    ),
+]
 ReportOpt = Annotated[
     Path | None,
     typer.Option(help="Write a picture of the run: .png, .svg or a self-contained .html page."),
@@ -34,13 +41,14 @@ def _check_report_path(path: Path | None) -> None:
         raise InputError(str(path), [Problem("", f"expected an existing directory {path.parent}")])
 
 
-def _run_all(scenario: Scenario, strategies: list[str], seed: int) -> list[Result]:
+def _run_all(
+    scenario: Scenario, strategies: list[str], seed: int, consolidate: bool | None = None
+) -> list[Result]:
     results = []
     with sim_progress() as bar:
         for s in strategies:
-            results.append(
-                simulate(scenario, s, seed, bar.track(f"{scenario.name} · {s}", scenario.spec.duration))
-            )
+            track = bar.track(f"{scenario.name} · {s}", scenario.spec.duration)
+            results.append(simulate(scenario, s, seed, track, consolidate))
     return results
 
 
@@ -54,6 +62,7 @@ def simulate_cmd(
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
     report: ReportOpt = None,
+    consolidate: ConsolidateOpt = None,
 ) -> None:
     """Run one scenario in the simulated cluster and summarise what happened."""
 
@@ -62,7 +71,7 @@ def simulate_cmd(
         chosen = strategy or scenario.strategy
         check_strategy(chosen, "--strategy" if strategy else f"{file}: controller.strategy")
         _check_report_path(report)
-        (result,) = _run_all(scenario, [chosen], seed)
+        (result,) = _run_all(scenario, [chosen], seed, consolidate)
         if report is not None:
             from makeroom.report import render_run
 
@@ -101,6 +110,7 @@ def compare_cmd(
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
     report: ReportOpt = None,
+    consolidate: ConsolidateOpt = None,
 ) -> None:
     """Run one scenario under several strategies and show them side by side."""
 
@@ -108,7 +118,7 @@ def compare_cmd(
         scenario = load_scenario(file)
         names = parse_strategies(strategies)
         _check_report_path(report)
-        results = _run_all(scenario, names, seed)
+        results = _run_all(scenario, names, seed, consolidate)
         if report is not None:
             from makeroom.report import render_comparison
 

@@ -39,17 +39,36 @@ def check_strategy(name: str, source: str = "--strategy") -> None:
         )
 
 
-def build(scenario: Scenario, strategy: str | None = None, seed: int = 0, **options: bool) -> Simulation:
+def build(
+    scenario: Scenario,
+    strategy: str | None = None,
+    seed: int = 0,
+    consolidate: bool | None = None,
+    **options: bool,
+) -> Simulation:
     chosen = strategy or scenario.strategy
     check_strategy(chosen, "--strategy" if strategy else f"{scenario.source}: controller.strategy")
     sim = Simulation(scenario, Options(strategy=chosen, seed=seed, **options))
     if chosen in CONTROLLER_STRATEGIES:
-        attach_controller(sim, controller_config(scenario, chosen))
+        attach_controller(sim, controller_config(scenario, chosen, consolidate))
     return sim
 
 
-def controller_config(scenario: Scenario, strategy: str) -> ControllerConfig:
-    return ControllerConfig(strategy=strategy)
+def controller_config(scenario: Scenario, strategy: str, consolidate: bool | None = None) -> ControllerConfig:
+    """The scenario's controller section; ``consolidate`` (the CLI's choice) overrides its own."""
+    c = scenario.spec.controller
+    return ControllerConfig(
+        strategy=strategy,
+        interval=c.interval,
+        timeout=c.timeout,
+        cooldown=c.cooldown,
+        max_moves_in_flight=c.max_moves_in_flight,
+        consolidation=c.consolidation.enabled if consolidate is None else consolidate,
+        consolidation_min_saving=c.consolidation.min_saving,
+        consolidation_max_moves=c.consolidation.max_moves,
+        consolidation_window=c.consolidation.window,
+        consolidation_wait=c.consolidation.wait,
+    )
 
 
 def attach_controller(sim: Simulation, config: ControllerConfig) -> Controller:
@@ -61,9 +80,13 @@ def attach_controller(sim: Simulation, config: ControllerConfig) -> Controller:
 
 
 def simulate(
-    scenario: Scenario, strategy: str | None = None, seed: int = 0, progress: Progress | None = None
+    scenario: Scenario,
+    strategy: str | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+    consolidate: bool | None = None,
 ) -> Result:
-    return build(scenario, strategy, seed).run(progress=progress)
+    return build(scenario, strategy, seed, consolidate).run(progress=progress)
 
 
 def parse_strategies(text: str | None) -> list[str]:

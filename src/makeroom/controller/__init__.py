@@ -2,6 +2,7 @@
 talking to the world only through the Cluster port."""
 
 from makeroom.controller.config import STRATEGIES, ControllerConfig
+from makeroom.controller.core import Controller
 from makeroom.controller.port import (
     Clock,
     Cluster,
@@ -10,7 +11,7 @@ from makeroom.controller.port import (
     EvictionBlockedError,
     NotFoundError,
 )
-from makeroom.controller.relocator import Controller, TickReport
+from makeroom.controller.steps import TickReport
 
 __all__ = [
     "STRATEGIES",

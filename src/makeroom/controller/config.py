@@ -22,3 +22,15 @@ class ControllerConfig:
     backoff: float = 2.0
     """First wait after a refused eviction or a failed call; doubles up to ``max_backoff``."""
     max_backoff: float = 30.0
+    consolidation: bool = True
+    """Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove the node
+    for less than it costs (cortex issue 1965). Only when no pod waits to be scheduled."""
+    consolidation_min_saving: float = 0.2
+    """The share of the freed node's hourly price that a consolidation must save, after the price of
+    any cheaper node it adds."""
+    consolidation_max_moves: int = 10
+    """The budget of pods consolidation may move per ``consolidation_window``."""
+    consolidation_window: float = 600.0
+    consolidation_wait: float = 1800.0
+    """How long an emptied node may wait for the autoscaler to remove it before makeroom lifts its
+    taint and gives up."""

@@ -9,6 +9,10 @@ from dataclasses import asdict, dataclass, field
 
 RELOCATION = "makeroom.io/relocation"
 """On the pending pod: the relocation under way for it (a JSON Relocation)."""
+CONSOLIDATION = "makeroom.io/consolidation"
+"""On a node being emptied for the autoscaler to remove: the consolidation under way (a JSON Relocation)."""
+CONSOLIDATING_TAINT = "makeroom.io/consolidating"
+"""NoSchedule taint on a node being emptied, so that the pods moved off it cannot come straight back."""
 SURGE = "makeroom.io/surge"
 """On a workload that ``migrate`` scaled up: its replicas before, by how much, and for which pod."""
 PRIOR_DELETION_COST = "makeroom.io/prior-deletion-cost"
@@ -22,6 +26,7 @@ MAKEROOM_PREFIX = "makeroom.io/"
 class Phase:
     HOLDING = "holding"  # room kept for the pod; evict: victims leaving; migrate: replacements coming
     DRAINING = "draining"  # migrate: replacements Ready, workloads scaled back, victims leaving
+    EMPTY = "empty"  # consolidation: the node is empty; the autoscaler is to remove it
 
 
 @dataclass(slots=True)

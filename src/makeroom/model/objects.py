@@ -120,6 +120,7 @@ class Node:
     unschedulable: bool = False
     ready: bool = True
     created_at: float = 0.0
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,8 +163,24 @@ class EventSpec(Strict):
 EVENT_KINDS = ("scale", "deploy", "delete", "remove_node", "cordon", "uncordon")
 
 
+class ConsolidationSpec(Strict):
+    """Extension: the consolidation pass of the relocation controller (cortex issue 1965)."""
+
+    enabled: bool = True
+    min_saving: Annotated[float, Field(ge=0, le=1)] = 0.2
+    max_moves: Annotated[int, Field(ge=1, strict=True)] = 10
+    window: Annotated[Duration, Field(gt=0)] = 600.0
+    wait: Annotated[Duration, Field(gt=0)] = 1800.0
+
+
 class ControllerSpec(Strict):
     strategy: Literal["none", "preemption", "evict", "migrate"] = "none"
+    # Extensions: the relocation controller's knobs (evict and migrate only).
+    interval: Annotated[Duration, Field(gt=0)] = 2.0
+    timeout: Annotated[Duration, Field(gt=0)] = 900.0
+    cooldown: Duration = 600.0
+    max_moves_in_flight: Annotated[int, Field(ge=1, strict=True)] = 20
+    consolidation: ConsolidationSpec = ConsolidationSpec()
 
 
 class ScenarioSpec(Strict):

@@ -72,6 +72,12 @@ class SimCluster:
         current = self._node_taints(node)
         self.world.set_taints(node, (*(t for t in current if t.key != taint.key), taint))
 
+    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
+        found = self.world.state.nodes.get(node)
+        if found is None:
+            raise NotFoundError(f"node {node} not found")
+        _apply(found.annotations, changes)
+
     def untaint_node(self, node: str, key: str) -> None:
         self.world.set_taints(node, tuple(t for t in self._node_taints(node) if t.key != key))
 

@@ -1,0 +1,73 @@
+"""The controller's loop: observe, verify and act on what is under way, clean up, then plan.
+
+Relocation always comes first: consolidation starts only when no pod waits to be scheduled and no
+relocation runs, and a consolidation that is still moving pods stops as soon as one waits.
+"""
+
+from __future__ import annotations
+
+from makeroom.controller.config import ControllerConfig
+from makeroom.controller.consolidator import Consolidations
+from makeroom.controller.port import Clock, Cluster
+from makeroom.controller.records import SURGE
+from makeroom.controller.relocator import Relocations
+from makeroom.controller.steps import Steps, TickReport, node_anchor
+from makeroom.model import Pod
+from makeroom.model.state import ClusterState
+
+EXPECTATION_TIMEOUT = 30.0
+
+
+class Controller:
+    def __init__(self, cluster: Cluster, clock: Clock, config: ControllerConfig) -> None:
+        self.steps = Steps(cluster, clock, config)
+        self.relocations = Relocations(self.steps)
+        self.consolidations = Consolidations(self.steps)
+        self.config = config
+        # Records written but perhaps not yet seen in a cached snapshot (a controller's expectations):
+        # no new round is planned until they show, so a lagging cache never starts anything twice.
+        self._expected: dict[str, float] = {}
+
+    @property
+    def report(self) -> TickReport:
+        return self.steps.report
+
+    def tick(self) -> TickReport:
+        s = self.steps
+        s.report = TickReport()
+        now = s.clock.now()
+        state = s.cluster.snapshot()
+        surging = {w for w, wl in state.workloads.items() if SURGE in wl.annotations}
+        # A surge's own new pods wait for room by design; every other unschedulable pod is waiting.
+        waiting = [
+            p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging
+        ]
+        relocating = self.relocations.active(state)
+        for pod, record in relocating:
+            s.guarded(pod.key, self.relocations.advance, state, pod, record, now)
+        consolidating = self.consolidations.active(state)
+        for node, record in consolidating:
+            anchor = node_anchor(node.name)
+            s.guarded(anchor, self.consolidations.advance, state, node, record, now, waiting)
+        live = {p.key for p, _ in relocating} | {node_anchor(n.name) for n, _ in consolidating}
+        s.guarded("orphans", s.collect_orphans, state, live)
+        s.guarded("orphan-taints", self.consolidations.collect_orphans, state)
+        for key, when in list(self._expected.items()):
+            if key in live or now - when > EXPECTATION_TIMEOUT:
+                del self._expected[key]
+        if relocating or self._expected:
+            return s.report
+        if waiting:
+            s.guarded("plan", self._plan, state, waiting, now)
+        elif self.config.consolidation and not consolidating:
+            s.guarded("consolidate", self._consolidate, state, now)
+        return s.report
+
+    def _plan(self, state: ClusterState, waiting: list[Pod], now: float) -> None:
+        for key in self.relocations.start(state, waiting, now):
+            self._expected[key] = now
+
+    def _consolidate(self, state: ClusterState, now: float) -> None:
+        node = self.consolidations.start(state, now)
+        if node is not None:
+            self._expected[node_anchor(node)] = now

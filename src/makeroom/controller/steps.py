@@ -1,0 +1,222 @@
+"""The steps that relocation and consolidation share: marking the pods that must leave, the
+make-before-break surge of their workloads, evictions within budgets, and undoing each of these.
+
+Each step is one idempotent call through the port, decided from what the cluster shows now, so it can
+be repeated after a crash. An *anchor* names what the pods leave for: a pending pod's key
+(``namespace/name``) for a relocation, ``node/<name>`` for a consolidation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from makeroom.controller.config import ControllerConfig
+from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlockedError, NotFoundError
+from makeroom.controller.records import (
+    PRIOR_DELETION_COST,
+    SURGE,
+    VICTIM_DELETION_COST,
+    Relocation,
+    Surge,
+    Victim,
+)
+from makeroom.model import DELETION_COST, VICTIM_OF, Pod
+from makeroom.model.state import ClusterState
+
+log = logging.getLogger("makeroom.controller")
+
+NODE_ANCHOR = "node/"
+
+
+def node_anchor(node: str) -> str:
+    return NODE_ANCHOR + node
+
+
+@dataclass(slots=True)
+class Retry:
+    at: float
+    attempts: int
+
+
+@dataclass(slots=True)
+class TickReport:
+    """What one reconciliation did, for logs, metrics and tests."""
+
+    started: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    consolidating: list[str] = field(default_factory=list)
+    actions: int = 0
+    errors: int = 0
+    moves: int = 0
+
+
+class Steps:
+    def __init__(self, cluster: Cluster, clock: Clock, config: ControllerConfig) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.config = config
+        self.retry: dict[str, Retry] = {}
+        self.moved_workloads: dict[str, float] = {}  # workload -> when makeroom last moved its pods
+        self.report = TickReport()
+
+    # --- plumbing ------------------------------------------------------------------------------
+    def act(self, verb: Callable[..., None], *args: object) -> None:
+        """One call through the port: an action boundary, where a controller may die."""
+        verb(*args)
+        self.report.actions += 1
+
+    def event(self, kind: str, key: str, reason: str, message: str) -> None:
+        try:
+            self.cluster.emit_event(kind, key, reason, message)
+        except ClusterError as exc:  # an event is worth a log line, never a failed step
+            log.warning("event not recorded", extra={"object": key, "error": str(exc)})
+
+    def back_off(self, key: str, now: float) -> float:
+        retry = self.retry.get(key)
+        attempts = retry.attempts + 1 if retry else 1
+        wait = min(self.config.max_backoff, self.config.backoff * 2.0 ** (attempts - 1))
+        self.retry[key] = Retry(now + wait, attempts)
+        return float(wait)
+
+    def waiting(self, key: str, now: float) -> bool:
+        retry = self.retry.get(key)
+        return retry is not None and retry.at > now
+
+    def guarded(self, what: str, step: Callable[..., object], *args: object) -> None:
+        """Run a step; a failed cluster call is logged and the step retried after a backoff."""
+        if self.waiting(what, self.clock.now()):
+            return
+        try:
+            step(*args)
+        except ClusterError as exc:
+            self.report.errors += 1
+            wait = self.back_off(what, self.clock.now())
+            log.warning("step failed; retrying", extra={"object": what, "error": str(exc), "wait_s": wait})
+        else:
+            self.retry.pop(what, None)
+
+    # --- the pods that leave -------------------------------------------------------------------
+    def mark_victim(
+        self, state: ClusterState, victim: Victim, anchor: str, label: str, lowest_cost: bool
+    ) -> None:
+        p = state.pods.get(victim.pod)
+        if p is None or p.terminating or p.annotations.get(VICTIM_OF) == anchor:
+            return
+        changes: dict[str, str | None] = {VICTIM_OF: anchor}
+        if lowest_cost:
+            changes[DELETION_COST] = VICTIM_DELETION_COST
+            if DELETION_COST in p.annotations:
+                changes[PRIOR_DELETION_COST] = p.annotations[DELETION_COST]
+        self.act(self.cluster.annotate_pod, victim.pod, changes)
+        self.event("Pod", victim.pod, "Moving", f"moving off {victim.node} to make room for {label}")
+
+    def surge(self, state: ClusterState, record: Relocation, anchor: str, label: str) -> bool:
+        """Scale each victim's workload up by its victims, the victims given the lowest deletion
+        cost; True once every replacement is Ready (make-before-break)."""
+        victims = {v.pod for v in record.victims}
+        ready = True
+        for workload, extra in record.surge.items():
+            w = state.workloads.get(workload)
+            if w is None:
+                continue
+            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
+            others_ready = sum(
+                1
+                for p in state.pods.values()
+                if p.workload == workload and p.ready and not p.terminating and p.key not in victims
+            )
+            if surge is None:
+                surge = Surge(base=w.replicas, by=extra, for_pod=anchor, need_ready=others_ready + extra)
+                record_text = surge.to_json()
+                self.act(self.cluster.annotate_workload, workload, {SURGE: record_text})
+            for v in record.victims:
+                if v.workload == workload:
+                    self.mark_victim(state, v, anchor, label, lowest_cost=True)
+            if w.replicas != surge.base + surge.by:
+                self.act(self.cluster.scale, workload, surge.base + surge.by)
+            ready = ready and others_ready >= surge.need_ready
+        return ready
+
+    def shrink(self, state: ClusterState, record: Relocation) -> None:
+        """Back to the replicas wanted; the ReplicaSet removes the victims first, for their deletion
+        cost is the lowest."""
+        for workload in record.surge:
+            self.undo_surge(state, workload)
+
+    def evict_victims(
+        self, state: ClusterState, record: Relocation, anchor: str, label: str, now: float
+    ) -> None:
+        for victim in record.victims:
+            p = state.pods.get(victim.pod)
+            if p is None or p.terminating or p.node != victim.node or self.waiting(victim.pod, now):
+                continue
+            if record.strategy == "evict":
+                self.mark_victim(state, victim, anchor, label, lowest_cost=False)
+            try:
+                self.act(self.cluster.evict, victim.pod)
+            except EvictionBlockedError:
+                wait = self.back_off(victim.pod, now)
+                log.info(
+                    "eviction refused by its budget; retrying", extra={"pod": victim.pod, "wait_s": wait}
+                )
+                continue
+            except NotFoundError:
+                continue
+            self.retry.pop(victim.pod, None)
+            self.report.moves += 1
+            self.event("Pod", victim.pod, "Evicted", f"evicted to make room for {label}")
+            if victim.workload is not None:
+                self.moved_workloads[victim.workload] = now
+
+    # --- undoing -------------------------------------------------------------------------------
+    def clean_victims(self, state: ClusterState, record: Relocation) -> None:
+        for victim in record.victims:
+            p = state.pods.get(victim.pod)
+            if p is not None and not p.terminating:
+                self.unmark(p)
+
+    def unmark(self, p: Pod) -> None:
+        changes: dict[str, str | None] = {}
+        if VICTIM_OF in p.annotations:
+            changes[VICTIM_OF] = None
+        if p.annotations.get(DELETION_COST) == VICTIM_DELETION_COST:
+            changes[DELETION_COST] = p.annotations.get(PRIOR_DELETION_COST)
+            changes[PRIOR_DELETION_COST] = None
+        if changes:
+            self.act(self.cluster.annotate_pod, p.key, changes)
+
+    def undo_surge(self, state: ClusterState, workload: str) -> None:
+        """Back to the replicas before the surge (only if nobody changed them since), record removed."""
+        w = state.workloads.get(workload)
+        if w is None or SURGE not in w.annotations:
+            return
+        surge = Surge.from_json(w.annotations[SURGE])
+        if surge is not None and w.replicas == surge.base + surge.by:
+            self.act(self.cluster.scale, workload, surge.base)
+        self.act(self.cluster.annotate_workload, workload, {SURGE: None})
+
+    def collect_orphans(self, state: ClusterState, live: set[str]) -> None:
+        """What a controller that died between two actions left without a record: undo it."""
+        for name, w in state.workloads.items():
+            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
+            if SURGE in w.annotations and (surge is None or surge.for_pod not in live):
+                self.undo_surge(state, name)
+        for p in state.pods.values():
+            owner = p.annotations.get(VICTIM_OF)
+            if owner is not None and owner not in live and not p.terminating:
+                self.unmark(p)
+
+    def cooling(self, state: ClusterState, now: float) -> frozenset[str]:
+        """Pods that a move brought up (the replacements) stay put for the cooldown: the pods of a
+        moved workload created since makeroom moved it."""
+        for workload, when in list(self.moved_workloads.items()):
+            if now - when >= self.config.cooldown:
+                del self.moved_workloads[workload]
+        return frozenset(
+            p.key
+            for p in state.pods.values()
+            if p.workload in self.moved_workloads and p.created_at >= self.moved_workloads[p.workload]
+        )

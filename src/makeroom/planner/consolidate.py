@@ -1,0 +1,161 @@
+"""Consolidation (cortex issue 1965): empty a costly node by moving its pods to cheaper groups.
+
+The cluster-autoscaler removes a node only when its pods fit on the other *existing* nodes; it never
+adds a cheap node to make a removal possible. This pass finds the node whose pods can all move to
+cheaper groups (free room there, or new nodes within max) for less than the node costs, so that the
+node empties and the autoscaler removes it. Pure: the state is never changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from makeroom.model import Node, NodeGroup, OwnerKind, Pod
+from makeroom.model.fit import label_fit
+from makeroom.model.resources import Vector
+from makeroom.model.state import ClusterState
+from makeroom.planner.rules import not_movable
+from makeroom.planner.types import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationPolicy:
+    now: float = 0.0
+    cooldown: float = 600.0
+    recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown
+    max_moves: int = 10  # the budget of moves of one consolidation
+    min_saving: float = 0.2  # the share of the freed node's price that must be saved
+    skip_nodes: frozenset[str] = frozenset()  # nodes not to empty (say, recently given up)
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """One pod leaving the node to be emptied, and where it goes."""
+
+    pod: Pod
+    workload: str | None
+    to_node: str | None
+    to_new_node_group: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pod": self.pod.name,
+            "workload": self.workload,
+            "from_node": self.pod.node,
+            "to_node": self.to_node,
+            "to_new_node_group": self.to_new_node_group,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidation:
+    node: str
+    group: str
+    shifts: tuple[Shift, ...]
+    scale_ups: dict[str, int] = field(default_factory=dict)
+    saving_per_hour: float = 0.0
+
+    def why(self) -> str:
+        added = ", ".join(f"{n} new {g} node(s)" for g, n in self.scale_ups.items()) or "no new node"
+        return (
+            f"moving {len(self.shifts)} pod(s) off {self.node} ({self.group}) with {added} "
+            f"saves {self.saving_per_hour:.3f}/h"
+        )
+
+
+def consolidate(state: ClusterState, policy: ConsolidationPolicy) -> Consolidation | None:
+    """The node whose emptying saves the most, or None when none pays."""
+    best: Consolidation | None = None
+    for node in sorted(state.nodes.values(), key=lambda n: (-_price(state, n), n.name)):
+        found = _try(state, node, policy)
+        if found is not None and (best is None or found.saving_per_hour > best.saving_per_hour):
+            best = found
+    return best
+
+
+def _price(state: ClusterState, node: Node) -> float:
+    return state.groups[node.group].price_per_hour if node.group in state.groups else 0.0
+
+
+def _try(state: ClusterState, node: Node, policy: ConsolidationPolicy) -> Consolidation | None:
+    group = state.groups.get(node.group)
+    if group is None or not node.ready or node.unschedulable or node.name in policy.skip_nodes:
+        return None
+    if len(state.nodes_of(group.name)) <= group.min or state.nominated.get(node.name):
+        return None
+    cheaper = [g for g in state.groups.values() if g.price_per_hour < group.price_per_hour]
+    if not cheaper:
+        return None
+    pods = [p for p in state.pods_on[node.name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
+    if not pods or any(p.terminating for p in pods) or len(pods) > policy.max_moves:
+        return None
+    rules = Policy(now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved)
+    for pod in pods:
+        w = state.workloads.get(pod.workload) if pod.workload is not None else None
+        if not_movable(pod, rules) is not None or w is None or w.replicas_owner is not None:
+            return None  # every pod must move, make-before-break, for the node to empty
+    found = _place(state, node, group, cheaper, pods)
+    if found is None or found.saving_per_hour <= max(0.0, policy.min_saving * group.price_per_hour):
+        return None  # it would not pay: the cheap nodes it needs cost about what it frees
+    return found
+
+
+def _place(
+    state: ClusterState, node: Node, group: NodeGroup, cheaper: list[NodeGroup], pods: list[Pod]
+) -> Consolidation | None:
+    free = state.free()
+    for held_on, held in state.nominated.items():
+        for other in held.values():
+            free[state.slot_of[held_on]] -= state.requests_of(other.spec)
+    allowed = np.zeros(len(state.alive), dtype=np.bool_)
+    names = {g.name for g in cheaper}
+    for name, candidate in state.nodes.items():
+        allowed[state.slot_of[name]] = candidate.group in names and name != node.name
+    new_nodes: list[tuple[NodeGroup, Vector]] = []
+    shifts: list[Shift] = []
+    for pod in sorted(pods, key=lambda p: -int(state.requests_of(p.spec).sum())):
+        req = state.requests_of(pod.spec)
+        fits = allowed & state.static_mask(pod.spec) & np.all(free >= req, axis=1)
+        hits = np.flatnonzero(fits)
+        if len(hits):
+            slot = int(hits[np.argmin(state.order[hits])])
+            free[slot] -= req
+            target = state.node_at[slot]
+            assert target is not None
+            shifts.append(Shift(pod, pod.workload, target.name, None))
+            continue
+        placed = _on_new_node(state, pod, req, cheaper, new_nodes)
+        if placed is None:
+            return None
+        shifts.append(Shift(pod, pod.workload, None, placed))
+    scale_ups: dict[str, int] = {}
+    for g, _ in new_nodes:
+        scale_ups[g.name] = scale_ups.get(g.name, 0) + 1
+    saving = group.price_per_hour - sum(g.price_per_hour for g, _ in new_nodes)
+    return Consolidation(node.name, group.name, tuple(shifts), scale_ups, saving)
+
+
+def _on_new_node(
+    state: ClusterState,
+    pod: Pod,
+    req: Vector,
+    cheaper: list[NodeGroup],
+    new_nodes: list[tuple[NodeGroup, Vector]],
+) -> str | None:
+    for i, (g, room) in enumerate(new_nodes):
+        if np.all(room >= req):
+            new_nodes[i] = (g, room - req)
+            return g.name
+    for g in sorted(cheaper, key=lambda g: g.price_per_hour):
+        adding = sum(1 for h, _ in new_nodes if h.name == g.name)
+        if len(state.nodes_of(g.name)) + adding >= g.max:
+            continue
+        if label_fit(pod.spec, g.node_labels(), g.taints) is not None:
+            continue
+        capacity = state.index.vector(g.capacity)
+        if np.all(capacity >= req):
+            new_nodes.append((g, capacity - req))
+            return g.name
+    return None
