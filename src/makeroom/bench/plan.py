@@ -182,9 +182,10 @@ def generate(size: Size) -> list[dict[str, Any]]:
             gpu_pods += 1
             room_cpu -= 5000
             room_mem -= 20 * 2**30 * 1000
-        elif group != "cpu":  # the others have a free GPU, but CPU-only replicas took its CPU
-            pool = big_tolerant
-        for k in range(per_node[i]):
+        count = per_node[i]
+        if group != "cpu" and i % 5 >= 3:  # the others have a free GPU, but CPU-only replicas took its CPU
+            pool, count = big_tolerant, max(count, 36)
+        for k in range(count):
             chosen = pool[(i * 7 + k) % len(pool)]
             c, m = chosen["req"]
             if c > room_cpu or m > room_mem:

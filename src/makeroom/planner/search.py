@@ -123,6 +123,7 @@ class Planner:
     _upcoming_mask: dict[PodSpec, Mask] = field(default_factory=dict)
     _rooms: dict[PodSpec, npt.NDArray[np.intp]] = field(default_factory=dict)
     _held: dict[str, int] = field(default_factory=dict)
+    _hopeless: dict[tuple[PodSpec, int], UnplaceableReason] = field(default_factory=dict)
     _static: dict[PodSpec, Mask] = field(default_factory=dict)
     _capacity: dict[PodSpec, tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]] = field(default_factory=dict)
     _sig: npt.NDArray[np.int64] = field(init=False)
@@ -277,6 +278,15 @@ class Planner:
         own = self.own_room(pod, req, p_groups)
         outcome = _Outcome()
         best: Option | None = None
+        known = self._hopeless.get((pod.spec, pod.priority))
+        if known is not None:
+            # an earlier pod of the same spec and priority found no relocation; room has only been
+            # claimed since, so this one would not find one either
+            if own is not None:
+                self.commit_own(pod, req, own)
+            else:
+                self.unplaceable.append(Unplaceable(pod, known))
+            return
         if pod.spec.preemption_policy != PreemptionPolicy.NEVER:
             best = self.best_relocation(pod, req, static, set(p_groups), outcome)
         if best is not None and (own is None or (best.cost, best.added) < (own.cost, own.added)):
@@ -284,7 +294,10 @@ class Planner:
         elif own is not None:
             self.commit_own(pod, req, own)
         else:
-            self.unplaceable.append(Unplaceable(pod, self.why_not(pod, req, static, p_groups, outcome)))
+            reason = self.why_not(pod, req, static, p_groups, outcome)
+            if reason != UnplaceableReason.EXACT_LIMIT:
+                self._hopeless[(pod.spec, pod.priority)] = reason
+            self.unplaceable.append(Unplaceable(pod, reason))
 
     def why_not(
         self, pod: Pod, req: Vector, static: Mask, p_groups: list[str], outcome: _Outcome
