@@ -104,7 +104,10 @@ def comparison_table(results: Sequence[dict[str, Any]]) -> Table:
     row("evictions", [str(r["evictions"]) for r in results])
     for g in groups:
         gs = [r["node_groups"].get(g) for r in results]
-        row(f"{g} nodes added", [str(x["nodes_added"]) if x else "-" for x in gs])
+        row(
+            f"{g} nodes added / removed",
+            [f"{x['nodes_added']} / {x['nodes_removed']}" if x else "-" for x in gs],
+        )
     row("pending at end", [str(len(r["pending_at_end"])) for r in results])
     row("cost", [f"{r['cost']:.3f}" for r in results])
     return table
