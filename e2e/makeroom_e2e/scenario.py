@@ -384,7 +384,7 @@ def autoscaler_settings(sc: Scenario, scale: float) -> AutoscalerSettings:
         scan_interval_s=parse_duration(a.get("scan_interval", 10)) * scale,
         expander=str(a.get("expander", "least-waste")),
         scale_down_unneeded_time_s=unneeded,
-        scale_down_delay_after_add_s=600 * scale,
+        scale_down_delay_after_add_s=parse_duration(a.get("scale_down_delay_after_add", 600)) * scale,
         scale_down_utilization_threshold=float(a.get("scale_down_utilization_threshold", 0.5)),
         expendable_pods_priority_cutoff=int(a.get("expendable_pods_priority_cutoff", -10)),
         max_node_provision_time_s=max(g.provision_time_s for g in sc.node_groups) * scale * 3 + 30
@@ -530,6 +530,7 @@ class LoadedScenario:
         nodes = {n.metadata.name: (n.metadata.labels or {}).get(GROUP_LABEL) for n in self.cp.nodes()}
         added = self.nodes_added()
         evicted = self.evicted_pods()
+        names = {_slug(w.name): w.name for w in self.scenario.workloads}
         pods = []
         for p in self.pods():
             if p.metadata.deletion_timestamp is not None:
@@ -538,7 +539,7 @@ class LoadedScenario:
             pods.append(
                 {
                     "name": p.metadata.name,
-                    "workload": (p.metadata.labels or {}).get(WORKLOAD_LABEL),
+                    "workload": names.get(str((p.metadata.labels or {}).get(WORKLOAD_LABEL))),
                     "node": node,
                     "group": nodes.get(node) if node else None,
                     "phase": p.status.phase,
@@ -554,7 +555,7 @@ class LoadedScenario:
             workloads[w.name] = {
                 "priority": w.priority,
                 "desired": int(dep.spec.replicas) if dep is not None else 0,
-                "ready_at_end": sum(1 for p in pods if p["workload"] == slug and p["ready"]),
+                "ready_at_end": sum(1 for p in pods if p["workload"] == w.name and p["ready"]),
                 "evicted": sum(1 for n in evicted if n.startswith(slug + "-")),
             }
         groups = {

@@ -63,6 +63,7 @@ def simulate(path: Path, strategy: str) -> dict[str, Any]:
             text_gen = [p["node"] for p in d.get("pods", []) if p.get("workload") == "text-generator"]
             return {
                 "source": " ".join(cmd),
+                "pods_per_group": pods_per_group(d.get("pods", [])),
                 "evictions": d["evictions"],
                 "nodes_added": {g: v["nodes_added"] for g, v in d["node_groups"].items()},
                 "text_generator_nodes": text_gen,
@@ -73,6 +74,16 @@ def simulate(path: Path, strategy: str) -> dict[str, Any]:
         **fb,
         "text_generator_nodes": ["gpu-0"],
     }
+
+
+def pods_per_group(pods: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{workload: {group: running pods}}."""
+    out: dict[str, dict[str, int]] = {}
+    for p in pods:
+        if p.get("phase") == "Running" and p.get("group"):
+            w = out.setdefault(str(p["workload"]), {})
+            w[str(p["group"])] = w.get(str(p["group"]), 0) + 1
+    return out
 
 
 def _text_generator_ready_on(ls: LoadedScenario, node: str) -> bool:
@@ -107,6 +118,9 @@ def test_preemption_parity(cp: ControlPlane, path: Path) -> None:
     assert got["evictions"] == want["evictions"], f"simulator ({want['source']}) vs real"
     real_added = {g: v["nodes_added"] for g, v in got["node_groups"].items()}
     assert real_added == {g: want["nodes_added"].get(g, 0) for g in real_added}
+    if "pods_per_group" in want:
+        real = pods_per_group(got["pods"])
+        assert real == want["pods_per_group"], "running pods per workload and group"
     if not cp.autoscaler_available:
         print("note: cluster-autoscaler not running (blocked); nodes_added compared without it")
 
