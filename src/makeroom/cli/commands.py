@@ -4,5 +4,6 @@ from makeroom.cli import (
     bench,  # noqa: F401
     bench_plan,  # noqa: F401
     plan,  # noqa: F401
+    run,  # noqa: F401
     simulate,  # noqa: F401
 )

@@ -1,0 +1,248 @@
+"""The watch cache: for each kind makeroom plans on, list (in pages) then watch from the list's
+resourceVersion, keep slim objects, resume a broken watch from the last resourceVersion seen, relist
+on 410 Gone, and relist anyway every ``resync`` seconds. ``Cache.state()`` turns the objects into a
+ClusterState with the one conversion of ``makeroom.snapshot``, rebuilt only when something changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from makeroom.kube.client import Api, GoneError, KubeError
+from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
+from makeroom.model.state import ClusterState
+from makeroom.snapshot import STATUS_CONFIGMAP, GroupConfig, state_from_objects
+
+log = logging.getLogger("makeroom.kube.cache")
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    kind: str
+    path: str
+    field_selector: str = ""
+
+
+def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]:
+    """What the cache watches, cluster-wide (room is counted over every pod of a node)."""
+    return (
+        Resource("Node", "/api/v1/nodes"),
+        Resource("Pod", "/api/v1/pods"),
+        Resource("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
+        Resource("Deployment", "/apis/apps/v1/deployments"),
+        Resource(
+            "ConfigMap",
+            f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
+            f"metadata.name={STATUS_CONFIGMAP}",
+        ),
+    )
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+@dataclass
+class Informer:
+    """List-then-watch of one resource into a dict of slim objects, on its own thread."""
+
+    api: Api
+    resource: Resource
+    interner: Interner
+    on_change: Callable[[str, JSON | None, JSON | None], None]
+    resync: float = 600.0
+    watch_timeout: int = 300
+    backoff: float = 1.0
+    store: dict[str, JSON] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    synced: threading.Event = field(default_factory=threading.Event)
+    stopped: threading.Event = field(default_factory=threading.Event)
+    resource_version: str = ""
+    relists: int = 0
+    last_error: str = ""
+
+    @property
+    def query(self) -> dict[str, str | int | bool]:
+        return {"fieldSelector": self.resource.field_selector} if self.resource.field_selector else {}
+
+    def slim(self, obj: Mapping[str, Any]) -> JSON | None:
+        obj = {**obj, "kind": self.resource.kind}
+        return SLIMMERS[self.resource.kind](obj, self.interner)
+
+    def relist(self) -> None:
+        fresh: dict[str, JSON] = {}
+        version = ""
+        for items, rv in self.api.list_pages(self.resource.path, self.query):
+            version = rv
+            for obj in items:
+                s = self.slim(obj)
+                if s is not None:
+                    fresh[key_of(s)] = s
+        with self.lock:
+            old, self.store = self.store, fresh
+        for k in old.keys() | fresh.keys():
+            if old.get(k) is not fresh.get(k):
+                self.on_change(k, old.get(k), fresh.get(k))
+        self.resource_version = version
+        self.relists += 1
+        self.synced.set()
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self.resource_version = str(rv or self.resource_version)
+            return
+        key = key_of(obj)
+        s = self.slim(obj) if kind in ("ADDED", "MODIFIED") else None
+        with self.lock:
+            old = self.store.get(key)
+            if s is None:
+                self.store.pop(key, None)
+            else:
+                self.store[key] = s
+        if rv:
+            self.resource_version = str(rv)
+        self.on_change(key, old, s)
+
+    def run(self) -> None:
+        listed_at = 0.0
+        while not self.stopped.is_set():
+            try:
+                if not self.resource_version or time.monotonic() - listed_at > self.resync:
+                    self.relist()
+                    listed_at = time.monotonic()
+                query = {**self.query, "resourceVersion": self.resource_version}
+                timeout = max(
+                    1, min(self.watch_timeout, int(self.resync - (time.monotonic() - listed_at)) + 1)
+                )
+                for event in self.api.watch(self.resource.path, query, timeout):
+                    self.apply(event)
+                    if self.stopped.is_set():
+                        return
+                self.last_error = ""
+            except GoneError as exc:
+                log.info("watch expired; relisting", extra={"kind": self.resource.kind, "error": str(exc)})
+                self.resource_version = ""
+            except (KubeError, ValueError, OSError) as exc:
+                self.last_error = str(exc)
+                log.warning("watch failed; resuming", extra={"kind": self.resource.kind, "error": str(exc)})
+                self.stopped.wait(self.backoff)
+            except Exception as exc:  # a broken stream from the HTTP library: resume, never die
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning(
+                    "watch broke; resuming", extra={"kind": self.resource.kind, "error": self.last_error}
+                )
+                self.stopped.wait(self.backoff)
+
+    def objects(self) -> list[JSON]:
+        with self.lock:
+            return list(self.store.values())
+
+    def get(self, key: str) -> JSON | None:
+        with self.lock:
+            return self.store.get(key)
+
+
+class Cache:
+    """The informers of every watched kind, and the ClusterState built from them."""
+
+    def __init__(
+        self,
+        api: Api,
+        groups: GroupConfig | None = None,
+        *,
+        autoscaler_namespace: str = "kube-system",
+        resync: float = 600.0,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.api = api
+        self.groups = groups
+        self.interner = Interner()
+        self.version = 0
+        self._version_lock = threading.Lock()
+        self.changed = threading.Event()
+        self.unschedulable = threading.Event()
+        """Set when a pod becomes unschedulable: the loop reconciles at once rather than at its tick."""
+        self.informers = {
+            r.kind: Informer(api, r, self.interner, self._on_change, resync, watch_timeout)
+            for r in resources(autoscaler_namespace)
+        }
+        self._threads: list[threading.Thread] = []
+        self._built: tuple[int, ClusterState] | None = None
+        self._build_lock = threading.Lock()
+        self.last_build_seconds = 0.0
+        self.unschedulable_at: dict[str, float] = {}
+        """Pod key -> monotonic time its watch event said it became unschedulable (for latency)."""
+
+    def _on_change(self, key: str, old: JSON | None, new: JSON | None) -> None:
+        with self._version_lock:
+            self.version += 1
+        self.changed.set()
+        if (
+            new is not None
+            and new.get("kind") == "Pod"
+            and is_unschedulable(new)
+            and not is_unschedulable(old)
+        ):
+            self.unschedulable_at[key] = time.monotonic()
+            self.unschedulable.set()
+
+    def start(self) -> None:
+        for inf in self.informers.values():
+            t = threading.Thread(target=inf.run, name=f"watch-{inf.resource.kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        for inf in self.informers.values():
+            inf.stopped.set()
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(inf.synced.wait(max(0.0, deadline - time.monotonic())) for inf in self.informers.values())
+
+    @property
+    def synced(self) -> bool:
+        return all(inf.synced.is_set() for inf in self.informers.values())
+
+    def objects(
+        self, kinds: tuple[str, ...] = ("Node", "Pod", "PodDisruptionBudget", "Deployment")
+    ) -> list[JSON]:
+        out: list[JSON] = []
+        for kind in kinds:
+            out.extend(self.informers[kind].objects())
+        return out
+
+    def autoscaler_status(self) -> JSON | None:
+        found = self.informers["ConfigMap"].objects()
+        return found[0] if found else None
+
+    def get(self, kind: str, key: str) -> JSON | None:
+        return self.informers[kind].get(key)
+
+    def state(self) -> ClusterState:
+        """The cluster as planning sees it; the same object until something changes. Read-only."""
+        with self._build_lock:
+            version = self.version
+            if self._built is not None and self._built[0] == version:
+                return self._built[1]
+            start = time.perf_counter()
+            state = state_from_objects(
+                self.objects(), self.groups, self.autoscaler_status(), source="the watch cache"
+            )
+            self.last_build_seconds = time.perf_counter() - start
+            self._built = (version, state)
+            return state
+
+    def memory_objects(self) -> int:
+        return sum(len(inf.store) for inf in self.informers.values())

@@ -1,0 +1,385 @@
+"""The controller's Cluster port on a real cluster: reads from the watch cache, writes through the API.
+
+Verbs and the API operations they are (RBAC in docs/kube.md):
+- evict: POST pods/eviction (policy/v1); 429 -> EvictionBlockedError, 404 -> NotFoundError.
+- delete_pod: DELETE pods. annotate_pod: merge PATCH of metadata.annotations (null removes).
+- add_toleration: GET pod, merge PATCH of spec.tolerations with the resourceVersion (optimistic).
+- taint_node / untaint_node: GET node, merge PATCH of spec.taints with the resourceVersion.
+- nominate: merge PATCH of status.nominatedNodeName on pods/status; when the cluster does not keep it
+  (see ``Nomination``), a reservation taint on the node that only the pod tolerates instead.
+- scale: merge PATCH of deployments/scale. annotate_workload: merge PATCH of the Deployment.
+- emit_event: POST core/v1 Events on the object, from component ``makeroom``.
+Every mutating verb first asks ``may_act`` (the leader election): a replica that is not the leader
+changes nothing. API failures are retried with backoff in ``Api`` and then raised as ClusterError,
+which the controller logs and retries on a later tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.kube.cache import Cache
+from makeroom.kube.client import Api, KubeError, path_of
+from makeroom.model import DO_NOT_MOVE, VICTIM_OF, Taint, Toleration
+from makeroom.model.state import ClusterState
+
+log = logging.getLogger("makeroom.kube")
+
+RESERVED_FOR = "makeroom.io/reserved-for"
+"""Fallback hold: a NoSchedule taint on the node, value = the pending pod's uid, which only it tolerates."""
+
+
+class NotLeaderError(ClusterError):
+    """This replica does not hold the lease: it must not act."""
+
+
+def split_key(key: str) -> tuple[str, str]:
+    ns, _, name = key.rpartition("/")
+    return ns or "default", name
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def taint_dict(t: Taint) -> dict[str, str]:
+    out = {"key": t.key, "effect": str(getattr(t.effect, "value", t.effect))}
+    if t.value:
+        out["value"] = t.value
+    return out
+
+
+def toleration_dict(t: Toleration) -> dict[str, str]:
+    out = {"key": t.key, "operator": t.operator}
+    if t.value:
+        out["value"] = t.value
+    if t.effect:
+        out["effect"] = t.effect
+    return out
+
+
+@dataclass
+class Nomination:
+    """How the room for a pod is held on its node.
+
+    ``status``: status.nominatedNodeName (kube-scheduler then counts the pod on that node against
+    lower-priority pods, and the cluster-autoscaler skips a pod nominated to an existing node).
+    ``taint``: a ``makeroom.io/reserved-for=<pod uid>:NoSchedule`` taint on the node plus the matching
+    toleration on the pod, for clusters that do not keep a nomination makeroom writes.
+    ``auto`` (default): ``status``, switching a pod to ``taint`` once the cluster cleared its
+    nomination ``clear_limit`` times while the pod was still pending (the pod-scale-up-delay annotation
+    that the controller writes keeps the autoscaler off in both cases).
+    """
+
+    mode: str = "auto"
+    clear_limit: int = 2
+    settle: float = 3.0
+    """Seconds after writing a nomination before the cache's view of it counts (the watch lags)."""
+    written: dict[str, tuple[str, float]] = field(default_factory=dict)  # pod key -> (node, when)
+    cleared: dict[str, int] = field(default_factory=dict)  # pod key -> times seen cleared
+    fallback: set[str] = field(default_factory=set)  # pod keys held by a reservation taint
+
+    def uses_taint(self, pod: str) -> bool:
+        return self.mode == "taint" or pod in self.fallback
+
+
+class KubeCluster:
+    def __init__(
+        self,
+        api: Api,
+        cache: Cache,
+        *,
+        identity: str = "makeroom",
+        namespaces: tuple[str, ...] = (),
+        nomination: Nomination | None = None,
+        may_act: Callable[[], bool] = lambda: True,
+        on_action: Callable[[str, str, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.cache = cache
+        self.identity = identity
+        self.namespaces = frozenset(namespaces)
+        self.nomination = nomination or Nomination()
+        self.may_act = may_act
+        self.on_action = on_action
+        self._derived: tuple[int, ClusterState] | None = None
+
+    # Clock: the wall clock, as creationTimestamp and lastTransitionTime are.
+    def now(self) -> float:
+        return time.time()
+
+    # --- reading -----------------------------------------------------------------------------------
+    def snapshot(self) -> ClusterState:
+        version = self.cache.version
+        if self._derived is not None and self._derived[0] == version:
+            return self._derived[1]
+        state = self.cache.state()
+        self._adjust(state)
+        self._derived = (version, state)
+        return state
+
+    def _adjust(self, state: ClusterState) -> None:
+        """What the controller must see beyond the objects: pods outside ``--namespace`` neither get
+        room made nor are moved (they still count for room); a pod held by a reservation taint is
+        nominated to that node; a nomination the cluster cleared is counted."""
+        held = self._reservations(state)
+        for pod in state.pods.values():
+            if self.namespaces and pod.namespace not in self.namespaces:
+                pod.unschedulable_since = None
+                if DO_NOT_MOVE not in pod.annotations:
+                    pod.annotations = {**pod.annotations, DO_NOT_MOVE: "true"}
+            node = held.get(pod.key)
+            if node is not None and pod.node is None and pod.nominated_node != node:
+                state.nominate(pod, node)
+            written = self.nomination.written.get(pod.key)
+            if (
+                written is not None
+                and pod.node is None
+                and node is None
+                and pod.nominated_node != written[0]
+                and time.monotonic() - written[1] > self.nomination.settle
+            ):
+                self.nomination.written.pop(pod.key)
+                self._note_cleared(pod.key, written[0])
+
+    def _reservations(self, state: ClusterState) -> dict[str, str]:
+        """Pod key -> node, from the reservation taints (by the pods' uids)."""
+        uids: dict[str, str] = {}
+        for n in state.nodes.values():
+            for t in n.taints:
+                if t.key == RESERVED_FOR:
+                    uids[t.value] = n.name
+        if not uids:
+            return {}
+        out: dict[str, str] = {}
+        for pod in self.cache.informers["Pod"].objects():
+            meta = pod["metadata"]
+            node = uids.get(str(meta.get("uid")))
+            if node is not None:
+                out[f"{meta['namespace']}/{meta['name']}"] = node
+        return out
+
+    def _note_cleared(self, pod: str, node: str) -> None:
+        n = self.nomination.cleared.get(pod, 0) + 1
+        self.nomination.cleared[pod] = n
+        log.info("nomination cleared by the cluster", extra={"pod": pod, "node": node, "times": n})
+        if (
+            self.nomination.mode == "auto"
+            and n >= self.nomination.clear_limit
+            and pod not in self.nomination.fallback
+        ):
+            self.nomination.fallback.add(pod)
+            log.warning(
+                "the cluster does not keep nominatedNodeName; holding the room with a reservation taint",
+                extra={"pod": pod, "node": node},
+            )
+
+    # --- acting ------------------------------------------------------------------------------------
+    def _guard(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
+        if not self.may_act():
+            raise NotLeaderError(f"{verb} {target}: not the leader")
+        log.info("action", extra={"verb": verb, "object": target, **detail})
+        if self.on_action is not None:
+            self.on_action(verb, target, detail)
+
+    def evict(self, pod: str) -> None:
+        self._guard("evict", pod, {})
+        ns, name = split_key(pod)
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+        try:
+            self.api.request(
+                "POST",
+                path_of(ns, name, "pods", sub="eviction"),
+                body=body,
+                retry_statuses=frozenset({0, 500, 502, 503, 504}),
+            )
+        except KubeError as exc:
+            if exc.status == 429:
+                raise EvictionBlockedError(str(exc)) from exc
+            raise
+
+    def delete_pod(self, pod: str) -> None:
+        self._guard("delete", pod, {})
+        ns, name = split_key(pod)
+        self.api.request("DELETE", path_of(ns, name, "pods"))
+
+    def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
+        self._guard("annotate", pod, {"changes": dict(changes)})
+        ns, name = split_key(pod)
+        self.api.patch(path_of(ns, name, "pods"), {"metadata": {"annotations": dict(changes)}})
+
+    def add_toleration(self, pod: str, toleration: Toleration) -> None:
+        self._guard("tolerate", pod, {"toleration": toleration_dict(toleration)})
+        self._add_toleration(pod, toleration_dict(toleration))
+
+    def _add_toleration(self, pod: str, tol: dict[str, str]) -> None:
+        ns, name = split_key(pod)
+        path = path_of(ns, name, "pods")
+        for _ in range(3):
+            current = self.api.get(path)
+            tolerations = list((current.get("spec") or {}).get("tolerations") or [])
+            if tol in tolerations:
+                return
+            rv = current["metadata"]["resourceVersion"]
+            try:
+                self.api.patch(
+                    path, {"metadata": {"resourceVersion": rv}, "spec": {"tolerations": [*tolerations, tol]}}
+                )
+                return
+            except ConflictError:
+                continue
+        raise ConflictError(f"tolerate {pod}: the pod kept changing")
+
+    def taint_node(self, node: str, taint: Taint) -> None:
+        self._guard("taint", node, {"taint": taint_dict(taint)})
+        t = taint_dict(taint)
+        self._set_taints(node, lambda taints: [*(x for x in taints if x.get("key") != t["key"]), t])
+
+    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
+        self._guard("annotate", node, {"changes": dict(changes)})
+        self.api.patch(f"/api/v1/nodes/{node}", {"metadata": {"annotations": dict(changes)}})
+
+    def untaint_node(self, node: str, key: str) -> None:
+        self._guard("untaint", node, {"key": key})
+        self._set_taints(node, lambda taints: [x for x in taints if x.get("key") != key])
+
+    def _set_taints(self, node: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+        path = f"/api/v1/nodes/{node}"
+        for _ in range(3):
+            current = self.api.get(path)
+            taints = list((current.get("spec") or {}).get("taints") or [])
+            wanted = change(taints)
+            if wanted == taints:
+                return
+            rv = current["metadata"]["resourceVersion"]
+            try:
+                self.api.patch(
+                    path, {"metadata": {"resourceVersion": rv}, "spec": {"taints": wanted or None}}
+                )
+                return
+            except ConflictError:
+                continue
+        raise ConflictError(f"taint {node}: the node kept changing")
+
+    def nominate(self, pod: str, node: str | None) -> None:
+        self._guard("nominate", pod, {"node": node})
+        ns, name = split_key(pod)
+        if node is not None and self.nomination.uses_taint(pod):
+            self._reserve(pod, node)
+            return
+        if node is None:
+            self._release_reservations(pod)
+            self.nomination.written.pop(pod, None)
+            self.nomination.cleared.pop(pod, None)
+            self.nomination.fallback.discard(pod)
+        answer = self.api.patch(
+            path_of(ns, name, "pods", sub="status"), {"status": {"nominatedNodeName": node}}
+        )
+        if node is not None:
+            kept = (answer.get("status") or {}).get("nominatedNodeName")
+            self.nomination.written[pod] = (node, time.monotonic())
+            if kept != node:
+                self._note_cleared(pod, node)
+
+    def _uid(self, pod: str) -> str:
+        found = self.cache.get("Pod", pod)
+        uid = (found or {}).get("metadata", {}).get("uid")
+        if not uid:
+            ns, name = split_key(pod)
+            uid = self.api.get(path_of(ns, name, "pods"))["metadata"]["uid"]
+        return str(uid)
+
+    def _reserve(self, pod: str, node: str) -> None:
+        uid = self._uid(pod)
+        self._add_toleration(
+            pod, {"key": RESERVED_FOR, "operator": "Equal", "value": uid, "effect": "NoSchedule"}
+        )
+        taint = {"key": RESERVED_FOR, "value": uid, "effect": "NoSchedule"}
+        self._set_taints(node, lambda taints: [*(x for x in taints if x.get("key") != RESERVED_FOR), taint])
+
+    def _release_reservations(self, pod: str) -> None:
+        uid = self._uid(pod) if self.cache.get("Pod", pod) is not None else None
+        for obj in self.cache.informers["Node"].objects():
+            for t in obj["spec"].get("taints") or ():
+                if t.get("key") == RESERVED_FOR and (uid is None or t.get("value") == uid):
+                    self._set_taints(
+                        obj["metadata"]["name"], lambda ts: [x for x in ts if x.get("key") != RESERVED_FOR]
+                    )
+
+    def release_orphan_reservations(self) -> int:
+        """Reservation taints whose pod is gone, bound, or no longer relocated: a dead leader's."""
+        from makeroom.controller.records import RELOCATION
+
+        live = set()
+        for obj in self.cache.informers["Pod"].objects():
+            if not obj["spec"].get("nodeName") and RELOCATION in (obj["metadata"].get("annotations") or {}):
+                live.add(str(obj["metadata"].get("uid")))
+        released = 0
+        for obj in self.cache.informers["Node"].objects():
+            for t in obj["spec"].get("taints") or ():
+                if t.get("key") == RESERVED_FOR and t.get("value") not in live:
+                    name = obj["metadata"]["name"]
+                    self._guard("untaint", name, {"key": RESERVED_FOR, "orphan": True})
+                    self._set_taints(name, lambda ts: [x for x in ts if x.get("key") != RESERVED_FOR])
+                    released += 1
+        return released
+
+    def scale(self, workload: str, replicas: int) -> None:
+        self._guard("scale", workload, {"replicas": replicas})
+        ns, name = split_key(workload)
+        self.api.patch(path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}})
+
+    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
+        self._guard("annotate", workload, {"changes": dict(changes)})
+        ns, name = split_key(workload)
+        self.api.patch(
+            path_of(ns, name, "deployments", "apps/v1"), {"metadata": {"annotations": dict(changes)}}
+        )
+
+    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
+        self._guard("event", f"{kind}/{name}", {"reason": reason})
+        ns, obj_name = split_key(name) if kind != "Node" else ("default", name)
+        involved: dict[str, Any] = {"kind": kind, "name": obj_name}
+        api_version = {"Pod": "v1", "Node": "v1", "Deployment": "apps/v1"}.get(kind, "v1")
+        involved["apiVersion"] = api_version
+        if kind != "Node":
+            involved["namespace"] = ns
+        cached = (
+            self.cache.get({"Pod": "Pod", "Node": "Node", "Deployment": "Deployment"}.get(kind, kind), name)
+            if kind in ("Pod", "Node", "Deployment")
+            else None
+        )
+        if cached and cached["metadata"].get("uid"):
+            involved["uid"] = cached["metadata"]["uid"]
+        stamp = now_rfc3339()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{obj_name}.{uuid.uuid4().hex[:16]}", "namespace": ns},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if "RolledBack" in reason else "Normal",
+            "source": {"component": "makeroom"},
+            "reportingComponent": "makeroom",
+            "reportingInstance": self.identity,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
+
+
+def is_move(changes: Mapping[str, str | None]) -> bool:
+    """An annotate_pod call that marks a victim: one move."""
+    return changes.get(VICTIM_OF) is not None
+
+
+__all__ = ["RESERVED_FOR", "KubeCluster", "Nomination", "NotFoundError", "NotLeaderError", "split_key"]

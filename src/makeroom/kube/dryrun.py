@@ -1,0 +1,74 @@
+"""``--dry-run``: the Cluster port with every mutating verb replaced by a log line and a record of
+what it would have done. Reads go to the real cluster; nothing is written to the API server."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from makeroom.controller.port import Cluster
+from makeroom.model import Taint, Toleration
+from makeroom.model.state import ClusterState
+
+log = logging.getLogger("makeroom.dryrun")
+
+
+@dataclass(frozen=True, slots=True)
+class WouldDo:
+    verb: str
+    target: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verb": self.verb, "object": self.target, **self.detail}
+
+
+class DryRunCluster:
+    """A decorator of any Cluster: ``snapshot`` is the real one, every other verb only logs."""
+
+    def __init__(self, inner: Cluster) -> None:
+        self.inner = inner
+        self.would: list[WouldDo] = []
+
+    def snapshot(self) -> ClusterState:
+        return self.inner.snapshot()
+
+    def _note(self, verb: str, target: str, **detail: Any) -> None:
+        item = WouldDo(verb, target, detail)
+        self.would.append(item)
+        log.info("dry run: would act", extra={"dry_run": True, **item.to_json()})
+
+    def evict(self, pod: str) -> None:
+        self._note("evict", pod)
+
+    def delete_pod(self, pod: str) -> None:
+        self._note("delete", pod)
+
+    def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
+        self._note("annotate", pod, changes=dict(changes))
+
+    def add_toleration(self, pod: str, toleration: Toleration) -> None:
+        self._note("tolerate", pod, key=toleration.key, value=toleration.value, effect=toleration.effect)
+
+    def taint_node(self, node: str, taint: Taint) -> None:
+        self._note("taint", node, key=taint.key, value=taint.value)
+
+    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
+        self._note("annotate", node, changes=dict(changes))
+
+    def untaint_node(self, node: str, key: str) -> None:
+        self._note("untaint", node, key=key)
+
+    def nominate(self, pod: str, node: str | None) -> None:
+        self._note("nominate", pod, node=node)
+
+    def scale(self, workload: str, replicas: int) -> None:
+        self._note("scale", workload, replicas=replicas)
+
+    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
+        self._note("annotate", workload, changes=dict(changes))
+
+    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
+        self._note("event", f"{kind}/{name}", reason=reason, message=message)

@@ -1,0 +1,241 @@
+"""``makeroom run``: the watch cache, the leader election, the controller's loop, metrics and health.
+
+The loop reconciles every ``interval`` seconds, and at once when the cache sees a pod become
+unschedulable. It acts only while this replica holds the Lease (checked again before every API write);
+each time it becomes the leader it starts a fresh Controller, which reads the records in the cluster
+and resumes or rolls back what the previous leader left. On SIGTERM it stops acting at once, gives the
+Lease up and exits: the records in the cluster carry the state to the next leader.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from makeroom.controller import Controller, ControllerConfig
+from makeroom.controller.records import RELOCATION
+from makeroom.errors import InputError
+from makeroom.kube.cache import Cache
+from makeroom.kube.client import Api, KubeError
+from makeroom.kube.cluster import KubeCluster, Nomination, is_move
+from makeroom.kube.dryrun import DryRunCluster
+from makeroom.kube.leader import LeaderElector
+from makeroom.kube.metrics import HealthServer, Metrics
+from makeroom.planner import Plan, Policy, plan
+from makeroom.snapshot import GroupConfig
+
+log = logging.getLogger("makeroom.run")
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
+
+
+@dataclass
+class RunOptions:
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    dry_run: bool = False
+    namespaces: tuple[str, ...] = ()
+    groups: GroupConfig | None = None
+    metrics_port: int | None = 8080
+    metrics_host: str = "0.0.0.0"
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    lease_name: str = "makeroom"
+    identity: str = field(default_factory=default_identity)
+    nomination: str = "auto"
+    autoscaler_namespace: str = "kube-system"
+    resync: float = 600.0
+    sync_timeout: float = 300.0
+
+
+class Runner:
+    def __init__(self, api: Api, opts: RunOptions, stop: threading.Event | None = None) -> None:
+        self.api, self.opts = api, opts
+        self.stop = stop or threading.Event()
+        self.metrics = Metrics()
+        self.cache = Cache(
+            api, opts.groups, autoscaler_namespace=opts.autoscaler_namespace, resync=opts.resync
+        )
+        self.elector: LeaderElector | None = None
+        if opts.leader_elect and not opts.dry_run:
+            lease_api = Api(api.transport, None, retries=0, timeout=opts.config.interval + 3.0)
+            self.elector = LeaderElector(lease_api, opts.lease_namespace, opts.lease_name, opts.identity)
+        self.kube = KubeCluster(
+            api,
+            self.cache,
+            identity=opts.identity,
+            namespaces=opts.namespaces,
+            nomination=Nomination(opts.nomination),
+            may_act=self.may_act,
+            on_action=self._on_action,
+        )
+        self.port: KubeCluster | DryRunCluster = DryRunCluster(self.kube) if opts.dry_run else self.kube
+        self.controller: Controller | None = None
+        self.heartbeat = time.monotonic()
+        self.last_plan: Plan | None = None
+        self.health: HealthServer | None = None
+
+    # --- gates ----------------------------------------------------------------------------------
+    def may_act(self) -> bool:
+        if self.stop.is_set():
+            return False
+        return self.elector is None or self.elector.is_leader()
+
+    def _on_action(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
+        self.metrics.actions.labels(verb=verb).inc()
+        if verb == "annotate" and is_move(detail.get("changes") or {}):
+            self.metrics.moves.inc()
+        at = self.cache.unschedulable_at.pop(target, None)
+        if at is not None:
+            self.metrics.first_action.observe(time.monotonic() - at)
+            log.info(
+                "first action for an unschedulable pod",
+                extra={"pod": target, "seconds": time.monotonic() - at},
+            )
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self.heartbeat < max(60.0, 10 * self.opts.config.interval)
+
+    def ready(self) -> bool:
+        return self.cache.synced
+
+    # --- the loop -------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.opts.metrics_port is not None:
+            self.health = HealthServer(
+                self.opts.metrics_port, self.metrics, self.healthy, self.ready, self.opts.metrics_host
+            )
+            self.health.start()
+            log.info("serving /healthz /readyz /metrics", extra={"port": self.health.port})
+        self.cache.start()
+        if self.elector is not None:
+            self.metrics.leader.set(0)
+            threading.Thread(target=self.elector.run, args=(self.stop,), name="leader", daemon=True).start()
+
+    def run(self) -> int:
+        self.start()
+        try:
+            start = time.monotonic()
+            while not self.cache.wait_synced(1.0):
+                self.heartbeat = time.monotonic()
+                if self.stop.is_set():
+                    return 0
+                if time.monotonic() - start > self.opts.sync_timeout:
+                    errors = {
+                        k: i.last_error for k, i in self.cache.informers.items() if not i.synced.is_set()
+                    }
+                    log.error("the watch cache did not sync", extra={"errors": errors})
+                    return 1
+            log.info("watch cache synced", extra={"objects": self.cache.memory_objects()})
+            while not self.stop.is_set():
+                self.heartbeat = time.monotonic()
+                self.once()
+                self.cache.unschedulable.wait(self.opts.config.interval)
+                self.cache.unschedulable.clear()
+            return 0
+        finally:
+            self.shutdown()
+
+    def once(self) -> None:
+        for kind, inf in self.cache.informers.items():
+            self.metrics.cache_objects.labels(kind=kind).set(len(inf.store))
+        if not self.may_act() and not self.opts.dry_run:
+            if self.controller is not None:
+                log.warning("not the leader: stopped acting")
+            self.controller = None
+            self.metrics.leader.set(0)
+            return
+        self.metrics.leader.set(1)
+        if self.controller is None:
+            log.info("acting", extra={"identity": self.opts.identity, "dry_run": self.opts.dry_run})
+            self.controller = Controller(self.port, self.kube, self.opts.config)
+        started = time.perf_counter()
+        try:
+            state = self.port.snapshot()
+        except InputError as exc:
+            log.error("the cluster cannot be planned on", extra={"problems": exc.lines()})
+            return
+        self.metrics.build_seconds.set(self.cache.last_build_seconds)
+        if not self.opts.dry_run:
+            try:
+                self.kube.release_orphan_reservations()
+            except KubeError as exc:
+                log.warning("orphan reservations not released", extra={"error": str(exc)})
+        if self.opts.dry_run:
+            self._report_plan(state)
+        try:
+            report = self.controller.tick()
+        except Exception:  # never crash the loop: the records in the cluster carry the state
+            log.exception("reconciliation failed")
+            self.metrics.errors.inc()
+            return
+        self.metrics.plan_latency.observe(time.perf_counter() - started)
+        self.metrics.relocations.labels(outcome="started").inc(len(report.started))
+        self.metrics.relocations.labels(outcome="done").inc(len(report.done))
+        self.metrics.relocations.labels(outcome="rolled_back").inc(len(report.rolled_back))
+        self.metrics.errors.inc(report.errors)
+        after = self.port.snapshot()
+        self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
+        self.metrics.in_flight.set(sum(1 for p in after.pods.values() if RELOCATION in p.annotations))
+        if report.started or report.done or report.rolled_back or report.errors:
+            log.info(
+                "reconciled",
+                extra={
+                    "started": report.started,
+                    "done": report.done,
+                    "rolled_back": report.rolled_back,
+                    "actions": report.actions,
+                    "errors": report.errors,
+                    "seconds": round(time.perf_counter() - started, 4),
+                },
+            )
+
+    def _report_plan(self, state: Any) -> None:
+        """Dry run: the plan the controller would carry out, logged whenever it changes."""
+        cfg = self.opts.config
+        skip = frozenset(p.key for p in state.pending() if p.unschedulable_since is None)
+        result = plan(
+            state,
+            Policy(
+                now=time.time(), cooldown=cfg.cooldown, max_moves_in_flight=cfg.max_moves_in_flight, skip=skip
+            ),
+        )
+        summary = plan_summary(result)
+        if self.last_plan is None or plan_summary(self.last_plan) != summary:
+            log.info("dry run: the plan makeroom would carry out", extra={"dry_run": True, "plan": summary})
+        self.last_plan = result
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        if self.elector is not None:
+            self.elector.release()
+        self.cache.stop()
+        if self.health is not None:
+            self.health.stop()
+
+
+def plan_summary(result: Plan) -> dict[str, Any]:
+    return {
+        "placements": [
+            {"pod": p.pod.key, "node": p.node, "new_node_group": p.new_node_group, "reason": p.reason.value}
+            for p in result.placements
+        ],
+        "moves": [
+            {
+                "pod": m.pod.key,
+                "workload": m.workload,
+                "from": m.from_node,
+                "to": m.to_node,
+                "to_new_group": m.to_new_node_group,
+            }
+            for m in result.moves
+        ],
+        "unplaceable": [{"pod": u.pod.key, "reason": u.reason.value} for u in result.unplaceable],
+    }

@@ -1,0 +1,203 @@
+"""Slim copies of API objects: only the fields that ``snapshot.state_from_objects`` reads, with the
+parts that pods of one template share (containers, tolerations, selectors, labels, owners) stored once.
+
+So 150,000 pods fit in memory: a slim pod is a few small dicts whose values are mostly shared. The
+output is still a Kubernetes object (a dict of the same shape), so the one conversion in
+``makeroom.snapshot`` reads it unchanged, and a test checks that it plans as the full object does.
+Shared parts are never mutated (nothing in makeroom mutates what it reads).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+class Interner:
+    """One copy of each distinct value (by its JSON text) and of each string."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def value(self, v: Any) -> Any:
+        if v is None or isinstance(v, bool | int | float):
+            return v
+        if isinstance(v, str):
+            return sys.intern(v) if len(v) <= 64 else v
+        key = json.dumps(v, sort_keys=True, separators=(",", ":"))
+        found = self._values.get(key)
+        if found is None:
+            found = self._values[key] = v
+        return found
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _pick(obj: Mapping[str, Any], keys: tuple[str, ...]) -> JSON:
+    return {k: obj[k] for k in keys if obj.get(k) is not None}
+
+
+_POD_SPEC_KEYS = (
+    "overhead",
+    "priority",
+    "preemptionPolicy",
+    "nodeSelector",
+    "tolerations",
+    "priorityClassName",
+    "terminationGracePeriodSeconds",
+)
+
+
+def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
+    status = obj.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return None  # holds no room; the snapshot leaves it out too
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    owners = [
+        {"kind": r.get("kind"), "name": r.get("name"), "controller": bool(r.get("controller"))}
+        for r in meta.get("ownerReferences") or ()
+    ]
+    m: JSON = {
+        "name": meta.get("name"),
+        "namespace": intern.value(meta.get("namespace") or "default"),
+        "uid": meta.get("uid"),
+        "creationTimestamp": meta.get("creationTimestamp"),
+        "labels": intern.value(meta.get("labels") or {}),
+        "annotations": intern.value(meta.get("annotations") or {}),
+        "ownerReferences": intern.value(owners),
+    }
+    if meta.get("deletionTimestamp"):
+        m["deletionTimestamp"] = meta["deletionTimestamp"]
+    template: JSON = _pick(spec, _POD_SPEC_KEYS)
+    template["containers"] = [{"resources": c.get("resources") or {}} for c in spec.get("containers") or ()]
+    inits = [
+        _pick(c, ("resources", "restartPolicy"))
+        for c in spec.get("initContainers") or ()
+        if isinstance(c, dict)
+    ]
+    if inits:
+        template["initContainers"] = inits
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    if node_affinity:
+        template["affinity"] = {"nodeAffinity": node_affinity}
+    local: list[dict[str, dict[str, str]]] = [
+        {k: {} for k in ("emptyDir", "hostPath") if k in v}
+        for v in spec.get("volumes") or ()
+        if isinstance(v, dict) and ("emptyDir" in v or "hostPath" in v)
+    ]
+    if local:
+        template["volumes"] = local[:1]
+    s: JSON = dict(intern.value(template))
+    if spec.get("nodeName"):
+        s["nodeName"] = intern.value(spec["nodeName"])
+    conditions = [
+        _pick(c, ("type", "status", "reason", "lastTransitionTime"))
+        if c.get("type") == "PodScheduled"
+        else {"type": c.get("type"), "status": c.get("status")}
+        for c in status.get("conditions") or ()
+        if c.get("type") in ("Ready", "PodScheduled")
+    ]
+    st: JSON = {"conditions": intern.value(conditions)}
+    if status.get("phase"):
+        st["phase"] = intern.value(status["phase"])
+    if status.get("nominatedNodeName"):
+        st["nominatedNodeName"] = status["nominatedNodeName"]
+    return {"kind": "Pod", "metadata": m, "spec": s, "status": st}
+
+
+_KEEP_NODE = ("makeroom.io/", "cluster-autoscaler.kubernetes.io/")
+
+
+def slim_node(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    st: JSON = {
+        "conditions": intern.value(
+            [
+                {"type": "Ready", "status": c.get("status")}
+                for c in status.get("conditions") or ()
+                if c.get("type") == "Ready"
+            ]
+        )
+    }
+    if status.get("allocatable"):
+        st["allocatable"] = intern.value(status["allocatable"])
+    elif status.get("capacity"):
+        st["capacity"] = intern.value(status["capacity"])
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "labels": intern.value(meta.get("labels") or {}),
+            "annotations": {
+                k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(_KEEP_NODE)
+            },
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": intern.value(_pick(spec, ("taints", "unschedulable"))),
+        "status": st,
+    }
+
+
+def slim_pdb(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"},
+        "spec": _pick(obj.get("spec") or {}, ("minAvailable", "maxUnavailable", "selector")),
+    }
+
+
+def slim_deployment(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    return {
+        "kind": "Deployment",
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace") or "default",
+            "uid": meta.get("uid"),
+            "annotations": {
+                k: v
+                for k, v in (meta.get("annotations") or {}).items()
+                if not k.startswith("kubectl.kubernetes.io/")
+            },
+        },
+        "spec": {"replicas": spec.get("replicas", 1)},
+    }
+
+
+def slim_configmap(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "ConfigMap",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        "data": dict(obj.get("data") or {}),
+    }
+
+
+SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
+    "Pod": slim_pod,
+    "Node": slim_node,
+    "PodDisruptionBudget": slim_pdb,
+    "Deployment": slim_deployment,
+    "ConfigMap": slim_configmap,
+}
+
+
+def is_unschedulable(pod: Mapping[str, Any] | None) -> bool:
+    """The scheduler found no node for it (PodScheduled=False, Unschedulable) and it is not bound."""
+    if pod is None or (pod.get("spec") or {}).get("nodeName"):
+        return False
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
