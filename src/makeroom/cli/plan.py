@@ -20,7 +20,7 @@ from makeroom.scenario import parse_scenario, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
 
 FileArg = Annotated[
-    Path,
+    Path | None,
     typer.Argument(
         help="A scenario file (spec v1), or a dump: kubectl get nodes,pods,poddisruptionbudgets -A -o yaml "
         "(optionally with the cluster-autoscaler-status ConfigMap among the items).",
@@ -85,7 +85,7 @@ def timed_plan(state: ClusterState, policy: Policy) -> Plan:
 
 @app.command("plan")
 def plan_cmd(
-    file: FileArg,
+    file: FileArg = None,
     at: Annotated[
         str, typer.Option("--at", help="For a scenario: plan on its state at this time (30s, 5m, 70).")
     ] = "0",
@@ -101,6 +101,11 @@ def plan_cmd(
             "price_per_hour and node template (see docs/planner.md).",
         ),
     ] = None,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="Plan on the live cluster (read only) instead of FILE."),
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="With --kubeconfig: the context.")] = None,
 ) -> None:
     """Show what makeroom would move, and where, so that the pending pods can run; change nothing."""
 
@@ -109,7 +114,14 @@ def plan_cmd(
             when = parse_duration(at)
         except QuantityError as exc:
             usage_error(f"--at: {exc}")
-        state, now, origin = load_state(file, when, groups)
+        if kubeconfig is not None:
+            from makeroom.cli.run import live_state
+
+            state, now, origin = live_state(kubeconfig, context, groups)
+        elif file is None:
+            usage_error("give a FILE, or --kubeconfig to plan on a live cluster")
+        else:
+            state, now, origin = load_state(file, when, groups)
         result = timed_plan(state, Policy(now=now, exact=exact))
         if json_out:
             print_json(result.to_json())

@@ -134,6 +134,7 @@ class _Builder:
     nodes: list[Node] = field(default_factory=list)
     pods: list[tuple[Pod, str]] = field(default_factory=list)
     pdbs: list[tuple[str, Mapping[str, Any], DisruptionBudget, str]] = field(default_factory=list)
+    deployments: dict[str, tuple[int | None, dict[str, str]]] = field(default_factory=dict)
     status: Mapping[str, Any] | None = None
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
@@ -158,6 +159,8 @@ class _Builder:
             self.pod(obj, where)
         elif kind == "PodDisruptionBudget":
             self.pdb(obj, where)
+        elif kind == "Deployment" and isinstance(meta.get("name"), str):
+            self.deployment(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
             self.status = obj
         elif not isinstance(kind, str):
@@ -188,6 +191,7 @@ class _Builder:
                 unschedulable=bool(spec.get("unschedulable")),
                 ready=_is_true(_list(status, "conditions"), "Ready"),
                 created_at=_timestamp(meta.get("creationTimestamp")),
+                annotations=_str_map(meta.get("annotations")),
             )
         )
 
@@ -211,6 +215,7 @@ class _Builder:
         created = _timestamp(meta.get("creationTimestamp"))
         conditions = _list(status, "conditions")
         nominated = status.get("nominatedNodeName")
+        unschedulable = _unschedulable_since(conditions) if not node_name else None
         pod = Pod(
             name=str(meta["name"]),
             spec=pod_spec,
@@ -222,6 +227,7 @@ class _Builder:
             terminating=meta.get("deletionTimestamp") is not None,
             nominated_node=str(nominated) if nominated else None,
             created_at=created,
+            unschedulable_since=unschedulable,
             annotations=annotations,
             labels=labels,
         )
@@ -391,6 +397,17 @@ class _Builder:
             terms.append(tuple(reqs))
         return tuple(terms)
 
+    # --- workloads ---------------------------------------------------------------------------------
+    def deployment(self, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+        """A Deployment gives its workload the replicas it wants (spec.replicas, not the pods that
+        happen to exist) and its annotations, keyed as pods key their workload."""
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta["name"])
+        replicas = spec.get("replicas")
+        wanted = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
+        key = name if namespace == "default" else f"{namespace}/{name}"
+        self.deployments[key] = (wanted, _str_map(meta.get("annotations")))
+
     # --- budgets ---------------------------------------------------------------------------------
     def pdb(self, obj: Mapping[str, Any], where: str) -> None:
         meta, spec = _map(obj, "metadata"), _map(obj, "spec")
@@ -412,6 +429,20 @@ class _Builder:
             return
         budget = DisruptionBudget(max_unavailable=hi, min_available=lo)
         self.pdbs.append((namespace, _map(spec, "selector"), budget, where))
+
+
+def _unschedulable_since(conditions: list[Any]) -> float | None:
+    """When the scheduler last found no node for the pod: the lastTransitionTime of its
+    PodScheduled=False condition with reason Unschedulable; None for a pod it has not tried."""
+    for c in conditions:
+        if (
+            isinstance(c, Mapping)
+            and c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+        ):
+            return _timestamp(c.get("lastTransitionTime"))
+    return None
 
 
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -437,7 +468,8 @@ def state_from_objects(
     prefix: str = "items",
 ) -> ClusterState:
     """Build the ClusterState of a cluster from its Node, Pod and PodDisruptionBudget objects (other
-    kinds are ignored; the ``cluster-autoscaler-status`` ConfigMap may be among them). Node groups
+    kinds are ignored; the ``cluster-autoscaler-status`` ConfigMap may be among them; a Deployment
+    gives its workload its spec.replicas and annotations). Node groups
     come from the well-known node labels; their min and max from ``autoscaler_status`` when given,
     else from ``groups``. Raises InputError naming ``source`` and key paths under ``prefix``."""
     b = _Builder(groups, prefix)
@@ -537,6 +569,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
             labels_of[pod.workload] = (pod.namespace, pod.labels)
     for name, w in workloads.items():
         w.replicas = counts[name]
+        deployment = b.deployments.get(name)
+        if deployment is not None:
+            wanted, annotations = deployment
+            if wanted is not None:
+                w.replicas = wanted
+            w.annotations = dict(annotations)
     for namespace, selector, budget, _ in b.pdbs:
         for name, (ns, labels) in labels_of.items():
             if ns == namespace and workloads[name].pdb is None and selector_matches(selector, labels):
