@@ -144,3 +144,27 @@ def test_seed3_none_autoscaler_adds_the_second_gpu_node(cp: ControlPlane) -> Non
         )
     finally:
         ls.stop()
+
+
+def test_seed3_none_the_scheduler_does_not_preempt(cp: ControlPlane) -> None:
+    """The scheduler's half of seed-3 `none` (runs without the autoscaler too): no preemption."""
+    ls = cp.load_scenario(SEED3, strategy="none", time_scale=TIME_SCALE)
+    try:
+        ls.wait_events_applied()
+
+        def unschedulable() -> bool:
+            pods = ls.workload_pods("text-generator")
+            return len(pods) == 1 and any(
+                c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                for c in pods[0].status.conditions or []
+            )
+
+        cp.wait_for(unschedulable, 60, "text-generator reported Unschedulable by the scheduler")
+        tg = ls.workload_pods("text-generator")[0]
+        if not cp.autoscaler_available:
+            assert tg.spec.node_name is None
+        assert not tg.status.nominated_node_name, "no node nominated: the scheduler did not preempt"
+        assert not cp.events(ls.namespace, reason="Preempted")
+        assert len(ls.ready_pods("iris-classifier")) == 10
+    finally:
+        ls.stop()
