@@ -26,6 +26,17 @@ def _disabled() -> bool:
     return os.environ.get("MAKEROOM_E2E", "1") == "0"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """On a failure, attach the tail of each component's log to the report."""
+    outcome = yield
+    rep = outcome.get_result()  # type: ignore[attr-defined]
+    plane = getattr(item, "funcargs", {}).get("control_plane") or getattr(item, "funcargs", {}).get("cp")
+    if rep.failed and isinstance(plane, ControlPlane):
+        for name in plane.processes:
+            rep.sections.append((f"{name} log (tail)", plane.logs(name, 25)))
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     if _disabled():

@@ -27,7 +27,7 @@ SEED3 = SCENARIOS / "seed-3-no-needless-gpu-node.yaml"
 TIME_SCALE = 0.1
 
 # Issue 3's acceptance: evictions and nodes added per group, when the simulator cannot be asked.
-FALLBACK = {
+FALLBACK: dict[tuple[str, str], dict[str, Any]] = {
     ("seed-1-relocate", "preemption"): {"evictions": 3, "nodes_added": {"cpu": 0, "gpu": 0}},
     ("seed-3-no-needless-gpu-node", "preemption"): {"evictions": 3, "nodes_added": {"cpu": 0, "gpu": 0}},
     ("seed-3-no-needless-gpu-node", "none"): {"evictions": None, "nodes_added": {"gpu": 1}},
