@@ -128,29 +128,40 @@ class Planner:
     _capacity: dict[PodSpec, tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]] = field(default_factory=dict)
     _sig: npt.NDArray[np.int64] = field(init=False)
     _sig_nodes: list[Node] = field(default_factory=list)
+    _labels: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         state = self.state
         n = len(state.alive)
         self.free = state.free()
-        self.ready = np.zeros(n, dtype=np.bool_)
         self.group_rank = {name: i for i, name in enumerate(state.groups)}
-        self.slot_rank = np.full(n, len(self.group_rank), dtype=np.int64)
-        self.group_size = {name: 0 for name in state.groups}
-        self._sig = np.full(n, -1, dtype=np.int64)
-        sigs: dict[tuple[bool, bool, tuple[Taint, ...]], int] = {}
-        for name, slot in state.slot_of.items():
-            node = state.nodes[name]
-            self.ready[slot] = node.ready
-            self.slot_rank[slot] = self.group_rank.get(node.group, len(self.group_rank))
-            if node.group in self.group_size:
-                self.group_size[node.group] += 1
-            key = (node.ready, node.unschedulable, node.taints)
-            sig = sigs.get(key)
-            if sig is None:
-                sig = sigs[key] = len(self._sig_nodes)
-                self._sig_nodes.append(node)
-            self._sig[slot] = sig
+        others = len(self.group_rank)
+        at = state.node_at
+        self.ready = np.fromiter((nd is not None and nd.ready for nd in at), dtype=np.bool_, count=n)
+        ranks = self.group_rank
+        self.slot_rank = np.fromiter(
+            (others if nd is None else ranks.get(nd.group, others) for nd in at), dtype=np.int64, count=n
+        )
+        counts = np.bincount(self.slot_rank[state.alive], minlength=others + 1)
+        self.group_size = {name: int(counts[i]) for name, i in ranks.items()}
+        # nodes alike for static_fit (readiness, cordon, taints): a spec is checked once per kind
+        by_id: dict[tuple[bool, bool, int], int] = {}
+        by_value: dict[tuple[bool, bool, tuple[Taint, ...]], int] = {}
+        sig = [-1] * n
+        for slot, nd in enumerate(at):
+            if nd is None:
+                continue
+            fast = (nd.ready, nd.unschedulable, id(nd.taints))
+            kind = by_id.get(fast)
+            if kind is None:
+                value = (nd.ready, nd.unschedulable, nd.taints)
+                kind = by_value.get(value)
+                if kind is None:
+                    kind = by_value[value] = len(self._sig_nodes)
+                    self._sig_nodes.append(nd)
+                by_id[fast] = kind
+            sig[slot] = kind
+        self._sig = np.array(sig, dtype=np.int64)
         self.upcoming = state.alive & ~self.ready
         for node_name, held in state.nominated.items():
             slot = state.slot_of[node_name]
@@ -160,9 +171,27 @@ class Planner:
                     self._held[pod.key] = slot
 
     # --- small cached facts --------------------------------------------------------------------
+    def label_codes(self, key: str) -> npt.NDArray[np.int64]:
+        """Per slot, a code for the node's value of one label (0: no such label or no node)."""
+        codes = self._labels.get(key)
+        if codes is None:
+            values: dict[str, int] = {}
+            codes = np.fromiter(
+                (
+                    0
+                    if nd is None or key not in nd.labels
+                    else values.setdefault(nd.labels[key], len(values) + 1)
+                    for nd in self.state.node_at
+                ),
+                dtype=np.int64,
+                count=len(self.state.node_at),
+            )
+            self._labels[key] = codes
+        return codes
+
     def static(self, spec: PodSpec) -> Mask:
         """Ready nodes whose labels, taints and cordon admit the spec (static_fit), computed once
-        per distinct (readiness, cordon, taints) of the nodes, and per label value the spec's
+        per distinct (readiness, cordon, taints) of the nodes and values of the labels the spec's
         selectors read, instead of once per node."""
         mask = self._static.get(spec)
         if mask is not None:
@@ -172,16 +201,16 @@ class Planner:
             ok = np.array([static_fit(spec, node) is None for node in self._sig_nodes] + [False])
             mask = ok[self._sig] & self.ready
         else:
-            mask = np.zeros(len(self.state.alive), dtype=np.bool_)
-            seen: dict[tuple[int, tuple[str | None, ...]], bool] = {}
-            for slot in np.flatnonzero(self.ready):
-                node = self.state.node_at[int(slot)]
+            slots = np.flatnonzero(self.ready)
+            rows = np.stack([self._sig[slots]] + [self.label_codes(k)[slots] for k in keys], axis=1)
+            kinds, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            ok = np.empty(len(kinds), dtype=np.bool_)
+            for i, j in enumerate(first):
+                node = self.state.node_at[int(slots[j])]
                 assert node is not None
-                key = (int(self._sig[slot]), tuple(node.labels.get(k) for k in keys))
-                fit = seen.get(key)
-                if fit is None:
-                    fit = seen[key] = static_fit(spec, node) is None
-                mask[slot] = fit
+                ok[i] = static_fit(spec, node) is None
+            mask = np.zeros(len(self.state.alive), dtype=np.bool_)
+            mask[slots] = ok[inverse.reshape(-1)]
         self._static[spec] = mask
         return mask
 
