@@ -235,14 +235,19 @@ class ControlPlane:
             with contextlib.suppress(k.client.ApiException):
                 self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
 
-        def namespaces_gone() -> bool:
-            left = self.core.list_namespace(label_selector=sel).items
-            for ns in left:  # pods created while the namespace was being deleted
-                with contextlib.suppress(k.client.ApiException):
-                    self.core.delete_collection_namespaced_pod(ns.metadata.name, grace_period_seconds=0)
+        def pods_gone() -> bool:
+            # Terminating namespaces accept no new pods; force-delete what is left (no kubelet confirms).
+            left = False
+            for name in namespaces:
+                if self.core.list_namespaced_pod(name).items:
+                    left = True
+                    with contextlib.suppress(k.client.ApiException):
+                        self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
             return not left
 
-        self.wait_for(namespaces_gone, timeout, "e2e namespaces deleted")
+        # The namespaces themselves finish terminating in the background; each scenario and test
+        # uses a fresh namespace name.
+        self.wait_for(pods_gone, timeout, "pods of e2e namespaces deleted")
         for pc in self.scheduling.list_priority_class(label_selector=sel).items:
             with contextlib.suppress(k.client.ApiException):
                 self.scheduling.delete_priority_class(pc.metadata.name)

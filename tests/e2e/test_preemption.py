@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ def _pod(name: str, priority_class: str, cpu: str) -> dict[str, Any]:
 
 def test_high_priority_pod_preempts_low_priority_pod_and_binds(cp: ControlPlane) -> None:
     cp.configure_scheduler(preemption=True)
-    ns = "e2e-preempt"
+    ns = f"e2e-preempt-{uuid.uuid4().hex[:6]}"
     cp.core.create_namespace({"metadata": {"name": ns, "labels": {E2E_LABEL: "true"}}})
     for name, value in (("e2e-low", 10), ("e2e-high", 1000)):
         cp.scheduling.create_priority_class(
