@@ -29,8 +29,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str, separators=(",", ":"))
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
+    """Writes to whatever sys.stderr is at the time (a test runner may swap it)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def setup_json_logging(level: int = logging.INFO) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
