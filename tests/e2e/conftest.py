@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from makeroom_e2e import ControlPlane, find_binaries, up
+
+# The harness lives in e2e/ (pytest `pythonpath = ["e2e"]`); also work when that is not configured.
+_E2E_DIR = str(Path(__file__).resolve().parents[2] / "e2e")
+if _E2E_DIR not in sys.path:
+    sys.path.insert(0, _E2E_DIR)
+
+from makeroom_e2e import ControlPlane, find_binaries, up  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
