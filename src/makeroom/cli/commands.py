@@ -6,4 +6,5 @@ from makeroom.cli import (
     plan,  # noqa: F401
     run,  # noqa: F401
     simulate,  # noqa: F401
+    trace,  # noqa: F401
 )

@@ -1,0 +1,426 @@
+"""``alibaba-dlrm-v2025.csv`` (Alibaba Cluster Trace Program, cluster-trace-gpu-v2025) to a scenario.
+
+The trace lists the instances of 156 recommendation-model inference services (``app_name``): each row is
+one instance, on a CPU node (``role`` CN) or a GPU node (``role`` HN), with its requests and its creation
+and deletion times in seconds from the trace start (empty: before the start, after the end). A window of
+the trace becomes a spec-v1 scenario: one workload per (app, role) whose replicas follow the number of
+live instances, sampled every step; the replicas live at the start are Running at t=0, packed first-fit
+on their own group (CN on cpu, HN on gpu), which sets each group's initial nodes, and its max is the
+window's peak x headroom. Pure: text in, a scenario dict out; the assumptions (node shapes, prices,
+priorities, taints) are the constants below and docs/traces.md explains them.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from makeroom.errors import InputError, Problem
+from makeroom.model.quantity import MILLI, QuantityError, format_quantity, parse_quantity
+
+GPU = "nvidia.com/gpu"
+RESOURCES = ("cpu", "memory", GPU)
+COLUMNS = (
+    "instance_sn",
+    "role",
+    "app_name",
+    "cpu_request",
+    "memory_request",
+    "gpu_request",
+    "creation_time",
+    "deletion_time",
+)
+ROLES = ("HN", "CN")  # GPU-node instances first: they are the ones that must find room
+GROUP_OF_ROLE = {"CN": "cpu", "HN": "gpu"}
+MAX_PROBLEMS = 20
+
+# Assumptions (docs/traces.md). Node shapes hold the trace's largest instance of each role: a CN
+# instance asks for up to 192 cores and 1000 GiB, an HN one for up to 24 cores, 400 GiB and one GPU.
+CPU_NODE = "cpu=192,memory=1024Gi"
+GPU_NODE = "cpu=96,memory=1024Gi,gpu=8"
+PRICE_PER_HOUR = {"cpu": 10.0, "gpu": 32.0}  # about on-demand list prices of such machines
+PROVISION_TIME = {"cpu": "3m", "gpu": "6m"}
+PRIORITY = {"HN": 1000, "CN": 100}
+PREEMPTION_POLICY = {"HN": "Never", "CN": "PreemptLowerPriority"}
+STARTUP_TIME = {"HN": "2m", "CN": "1m"}  # loading a model takes a while
+TERMINATION_GRACE = "30s"
+GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+GPU_LABELS = {"nvidia.com/gpu.present": "true"}
+GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
+
+_GIB = Decimal(2**30)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    app: str
+    role: str  # CN or HN
+    requests: tuple[int, int, int]  # milli-units of cpu, memory (bytes), nvidia.com/gpu
+    created: float  # -inf: before the trace start
+    deleted: float  # +inf: after the trace end; live at t when created <= t < deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    start: float = 0.0  # seconds from the trace start
+    hours: float = 6.0
+    step: float = 300.0  # seconds between samples of the live instances
+    services: int | None = None  # keep the N apps with the most instances in the window
+    scale: float = 1.0  # replicas = round(live instances x scale), at least 1 where any
+    cpu_node: str = CPU_NODE
+    gpu_node: str = GPU_NODE
+    headroom: float = 1.2  # max nodes of a group = ceil(peak nodes x headroom)
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    scenario: dict[str, Any]
+    notes: tuple[str, ...] = field(default=())  # written as comment lines above the YAML
+
+    def yaml(self) -> str:
+        head = "".join(f"# {line}\n" if line else "#\n" for line in self.notes)
+        body = yaml.safe_dump(self.scenario, sort_keys=False, default_flow_style=None, width=110)
+        return head + body
+
+
+# --- reading the CSV -------------------------------------------------------------------------------
+
+
+def read_instances(path: Path) -> list[Instance]:
+    """Every row of the CSV file, checked; all problems at once, as ``rows[17].cpu_request``."""
+    file = str(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return parse_instances(handle, file)
+    except FileNotFoundError:
+        raise InputError(file, [Problem("", "no such file")]) from None
+    except IsADirectoryError:
+        raise InputError(file, [Problem("", "expected a CSV file, found a directory")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file, [Problem("", f"cannot read: {exc}")]) from None
+
+
+def parse_instances(lines: Iterable[str], file: str) -> list[Instance]:
+    reader = csv.DictReader(lines)
+    header = reader.fieldnames or []
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise InputError(file, [Problem("header", f"missing column {c}") for c in missing])
+    problems: list[Problem] = []
+    instances = []
+    for i, row in enumerate(reader):
+        instance = _instance(row, f"rows[{i}]", problems)
+        if instance is not None:
+            instances.append(instance)
+    if len(problems) > MAX_PROBLEMS:
+        problems = [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more")]
+    if problems:
+        raise InputError(file, problems)
+    return instances
+
+
+def _instance(row: Mapping[str, str | None], where: str, problems: list[Problem]) -> Instance | None:
+    before = len(problems)
+
+    def text(column: str) -> str:
+        return (row.get(column) or "").strip()
+
+    role = text("role")
+    if role not in ROLES:
+        problems.append(Problem(f"{where}.role", f"expected CN or HN, got {role!r}"))
+    app = text("app_name")
+    if not app:
+        problems.append(Problem(f"{where}.app_name", "expected a service name, got an empty cell"))
+    requests = []
+    for column, unit in (("cpu_request", Decimal(1)), ("memory_request", _GIB), ("gpu_request", Decimal(1))):
+        value = _number(text(column), f"{where}.{column}", problems)
+        requests.append(0 if value is None else int((value * unit * MILLI).to_integral_value(ROUND_CEILING)))
+    created = _time(text("creation_time"), f"{where}.creation_time", -math.inf, problems)
+    deleted = _time(text("deletion_time"), f"{where}.deletion_time", math.inf, problems)
+    if deleted < created:
+        problems.append(Problem(f"{where}.deletion_time", f"expected a time after creation_time {created:g}"))
+    if len(problems) > before:
+        return None
+    return Instance(app, role, (requests[0], requests[1], requests[2]), created, deleted)
+
+
+def _number(cell: str, where: str, problems: list[Problem]) -> Decimal | None:
+    try:
+        value = Decimal(cell)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value < 0:
+        problems.append(Problem(where, f"expected a number of zero or more, got {cell!r}"))
+        return None
+    return value
+
+
+def _time(cell: str, where: str, empty: float, problems: list[Problem]) -> float:
+    if not cell:
+        return empty
+    value = _number(cell, where, problems)
+    return empty if value is None else float(value)
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+def node_shape(text: str, option: str) -> dict[str, int]:
+    """``cpu=192,memory=1024Gi,gpu=8`` to milli-units by resource (``gpu`` is nvidia.com/gpu)."""
+    shape: dict[str, int] = {}
+    problems = []
+    names = {"cpu": "cpu", "memory": "memory", "gpu": GPU, GPU: GPU, "pods": "pods"}
+    for part in (p.strip() for p in text.split(",")):
+        key, sep, value = part.partition("=")
+        resource = names.get(key.strip())
+        if not sep or resource is None:
+            problems.append(Problem("", f"expected cpu=..,memory=..[,gpu=..][,pods=..], got {part!r}"))
+            continue
+        value = value.strip()
+        if resource == "memory" and re.fullmatch(r"[\d.]+", value):
+            problems.append(
+                Problem("memory", f"expected a quantity with a unit such as 1024Gi, got {value!r}")
+            )
+            continue
+        try:
+            shape[resource] = parse_quantity(value)
+        except QuantityError as exc:
+            problems.append(Problem(key.strip(), str(exc)))
+    for needed in ("cpu", "memory"):
+        if needed not in shape and not problems:
+            problems.append(Problem("", f"expected a {needed}= entry"))
+    if problems:
+        raise InputError(option, problems)
+    shape.setdefault("pods", 110 * MILLI)
+    return shape
+
+
+def check_options(options: Options) -> None:
+    problems = []
+    if not options.hours > 0:
+        problems.append(Problem("--hours", f"expected more than 0, got {options.hours:g}"))
+    if not options.step > 0:
+        problems.append(Problem("--step", f"expected more than 0 seconds, got {options.step:g}"))
+    if not options.scale > 0:
+        problems.append(Problem("--scale", f"expected more than 0, got {options.scale:g}"))
+    if not options.headroom >= 1:
+        problems.append(Problem("--headroom", f"expected 1 or more, got {options.headroom:g}"))
+    if options.services is not None and options.services < 1:
+        problems.append(Problem("--services", f"expected 1 or more, got {options.services}"))
+    if not options.start >= 0:
+        problems.append(Problem("--start", f"expected 0 or more seconds, got {options.start:g}"))
+    if problems:
+        raise InputError("options", problems)
+
+
+# --- conversion ----------------------------------------------------------------------------------
+
+
+def convert(instances: list[Instance], options: Options, source: str) -> Conversion:
+    """The window of ``options`` as a scenario; ``source`` names the CSV in messages and notes."""
+    check_options(options)
+    shapes = {
+        "cpu": node_shape(options.cpu_node, "--cpu-node"),
+        "gpu": node_shape(options.gpu_node, "--gpu-node"),
+    }
+    t0 = options.start
+    t1 = t0 + options.hours * 3600
+    samples = [t0 + k * options.step for k in range(math.ceil(options.hours * 3600 / options.step))]
+    in_window = [i for i in instances if i.created < t1 and i.deleted > t0]
+    apps = _chosen_apps(in_window, options.services)
+    by_key: dict[tuple[str, str], list[Instance]] = {}
+    for inst in in_window:
+        if inst.app in apps:
+            by_key.setdefault((inst.app, inst.role), []).append(inst)
+
+    workloads: list[dict[str, Any]] = []
+    events: list[tuple[int, int, dict[str, Any]]] = []
+    asks: dict[str, list[tuple[tuple[int, int, int], list[int]]]] = {g: [] for g in shapes}
+    for order, key in enumerate(sorted(by_key, key=lambda k: (_natural(k[0]), ROLES.index(k[1])))):
+        app, role = key
+        members = by_key[key]
+        counts = [_scaled(live, options.scale) for live in _live_counts(members, samples)]
+        if not any(counts):
+            continue
+        requests = _shape(members)
+        group = GROUP_OF_ROLE[role]
+        _check_fits(app, role, requests, shapes[group], options)
+        name = _unique(f"{_dns(app)}-{role.lower()}", {w["name"] for w in workloads})
+        workloads.append(_workload(name, role, group, counts[0], requests))
+        asks[group].append((requests, counts))
+        for k in range(1, len(counts)):
+            if counts[k] != counts[k - 1]:
+                scale = {"workload": name, "replicas": counts[k]}
+                events.append((k, order, {"at": _duration(k * options.step), "scale": scale}))
+
+    if not workloads:
+        raise InputError(
+            source,
+            [
+                Problem(
+                    "", f"no instance is live between trace seconds {t0:.0f} and {t1:.0f}: an empty window"
+                )
+            ],
+        )
+    groups = [_group(g, shapes[g], asks[g], options.headroom) for g in ("cpu", "gpu")]
+    scenario: dict[str, Any] = {
+        "version": 1,
+        "name": f"alibaba-dlrm-v2025 {_duration(t0)}+{_duration(t1 - t0)} x{options.scale:g}",
+        "duration": _duration(t1 - t0),
+        "node_groups": groups,
+        "autoscaler": {"expander": "priority"},
+        "workloads": workloads,
+        "events": [e for _, _, e in sorted(events, key=lambda e: (e[0], e[1]))],
+    }
+    return Conversion(scenario, _notes(source, options, len(apps), len({i.app for i in in_window})))
+
+
+def _chosen_apps(in_window: list[Instance], services: int | None) -> set[str]:
+    sizes = Counter(i.app for i in in_window)
+    ranked = sorted(sizes, key=lambda app: (-sizes[app], _natural(app)))
+    return set(ranked if services is None else ranked[:services])
+
+
+def _live_counts(members: list[Instance], samples: list[float]) -> list[int]:
+    created = sorted(i.created for i in members)
+    deleted = sorted(i.deleted for i in members)  # deleted <= t implies created <= t
+    return [bisect_right(created, t) - bisect_right(deleted, t) for t in samples]
+
+
+def _scaled(live: int, scale: float) -> int:
+    if live == 0:
+        return 0
+    return max(1, math.floor(live * scale + 0.5))
+
+
+def _shape(members: list[Instance]) -> tuple[int, int, int]:
+    """The most common requests among the instances (the largest on a tie)."""
+    counts = Counter(i.requests for i in members)
+    return max(counts, key=lambda r: (counts[r], r))
+
+
+def _check_fits(
+    app: str, role: str, requests: tuple[int, int, int], node: dict[str, int], options: Options
+) -> None:
+    too_big = [
+        f"{res} {format_quantity(req, res)} > {format_quantity(node.get(res, 0), res)}"
+        for res, req in zip(RESOURCES, requests, strict=True)
+        if req > node.get(res, 0)
+    ]
+    if too_big:
+        option, text = ("--gpu-node", options.gpu_node) if role == "HN" else ("--cpu-node", options.cpu_node)
+        raise InputError(
+            option,
+            [Problem("", f"a node of {text} cannot hold one {app} {role} instance: {', '.join(too_big)}")],
+        )
+
+
+def _workload(
+    name: str, role: str, group: str, replicas: int, requests: tuple[int, int, int]
+) -> dict[str, Any]:
+    workload: dict[str, Any] = {
+        "name": name,
+        "replicas": replicas,
+        "priority": PRIORITY[role],
+        "preemption_policy": PREEMPTION_POLICY[role],
+        "requests": {res: format_quantity(q, res) for res, q in zip(RESOURCES, requests, strict=True) if q},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "startup_time": STARTUP_TIME[role],
+        "termination_grace": TERMINATION_GRACE,
+    }
+    if replicas:
+        workload["placement"] = {group: replicas}
+    return workload
+
+
+def _group(
+    name: str, shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]], headroom: float
+) -> dict[str, Any]:
+    """Initial nodes: what the loader's first-fit of the start replicas fills; max: the peak x headroom."""
+    samples = len(asks[0][1]) if asks else 1
+    bound = 0
+    for k in range(samples):
+        need = [sum(counts[k] * requests[r] for requests, counts in asks) for r in range(3)]
+        bound = max([bound] + [-(-n // shape[res]) for res, n in zip(RESOURCES, need, strict=True) if n])
+    initial = _first_fit([(requests, counts[0]) for requests, counts in asks], shape)
+    group: dict[str, Any] = {
+        "name": name,
+        "capacity": {res: format_quantity(v, res) for res, v in shape.items()},
+    }
+    if name == "gpu":
+        group["labels"] = dict(GPU_LABELS)
+        group["taints"] = [dict(GPU_TAINT)]
+    group |= {
+        "min": 0,
+        "max": max(1, initial, math.ceil(round(bound * headroom, 6))),
+        "initial": initial,
+        "price_per_hour": PRICE_PER_HOUR[name],
+        "provision_time": PROVISION_TIME[name],
+    }
+    return group
+
+
+def _first_fit(pods: list[tuple[tuple[int, int, int], int]], shape: dict[str, int]) -> int:
+    """Nodes that a first-fit in this order fills, as the loader places ``placement: {group: n}``."""
+    capacity = (shape.get("cpu", 0), shape.get("memory", 0), shape.get(GPU, 0), shape["pods"])
+    free: list[list[int]] = []
+    for (cpu, memory, gpu), count in pods:
+        ask = (cpu, memory, gpu, MILLI)
+        for _ in range(count):
+            home = next((f for f in free if all(a <= room for a, room in zip(ask, f, strict=True))), None)
+            if home is None:
+                home = list(capacity)
+                free.append(home)
+            for r in range(4):
+                home[r] -= ask[r]
+    return len(free)
+
+
+def _notes(source: str, options: Options, kept: int, live: int) -> tuple[str, ...]:
+    services = f"the {kept} largest of {live} services" if options.services else f"all {live} services"
+    end = options.start + options.hours * 3600
+    return (
+        f"Converted by `makeroom trace dlrm` from {Path(source).name}: Alibaba Cluster Trace Program",
+        "(github.com/alibaba/clusterdata, cluster-trace-gpu-v2025), for research or study; cite Yang et al.,",
+        '"GPU-Disaggregated Serving for Deep Learning Recommendation Models at Scale", USENIX NSDI \'25.',
+        f"Window: trace seconds {options.start:.0f} to {end:.0f}, sampled every {options.step:g} s;",
+        f"{services}; replicas = live instances x {options.scale:g}.",
+        "Node shapes, prices, priorities and taints are assumptions: see docs/traces.md in makeroom.",
+        "",
+    )
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p)
+
+
+def _dns(text: str) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return name or "app"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    n, candidate = 2, name
+    while candidate in taken:
+        candidate, n = f"{name}-{n}", n + 1
+    return candidate
+
+
+def _duration(seconds: float) -> str:
+    if seconds != int(seconds):
+        return f"{seconds:g}s"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{secs}s" if secs else "")
+    return text or "0s"
