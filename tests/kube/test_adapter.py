@@ -422,7 +422,8 @@ def test_event_names_the_object() -> None:
     assert "make room for p" in ev["message"]
 
 
-def test_dry_run_changes_nothing_and_records_the_actions() -> None:
+def test_dry_run_changes_nothing_and_records_the_actions(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)  # the log lines are part of it (a key clash would raise here)
     server = seeded()
     dry = DryRunCluster(cluster(server))
     before = len(server.calls)
@@ -433,6 +434,7 @@ def test_dry_run_changes_nothing_and_records_the_actions() -> None:
     dry.emit_event("Pod", f"{NS}/p", "Relocating", "m")
     assert len(server.calls) == before
     assert [w.verb for w in dry.would] == ["evict", "annotate", "nominate", "scale", "event"]
+    assert sum(r.getMessage() == "dry run: would act" for r in caplog.records) == 5
     assert f"{NS}/p" in dry.snapshot().pods
 
 

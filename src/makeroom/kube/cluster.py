@@ -185,7 +185,7 @@ class KubeCluster:
     def _guard(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
         if not self.may_act():
             raise NotLeaderError(f"{verb} {target}: not the leader")
-        log.info("action", extra={"verb": verb, "object": target, **detail})
+        log.info("action", extra={"verb": verb, "object": target, "detail": dict(detail)})
         if self.on_action is not None:
             self.on_action(verb, target, detail)
 

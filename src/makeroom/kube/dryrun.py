@@ -38,7 +38,10 @@ class DryRunCluster:
     def _note(self, verb: str, target: str, **detail: Any) -> None:
         item = WouldDo(verb, target, detail)
         self.would.append(item)
-        log.info("dry run: would act", extra={"dry_run": True, **item.to_json()})
+        log.info(
+            "dry run: would act",
+            extra={"dry_run": True, "verb": verb, "object": target, "detail": detail},
+        )
 
     def evict(self, pod: str) -> None:
         self._note("evict", pod)
