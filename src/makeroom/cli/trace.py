@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +27,18 @@ def _seconds(text: str, option: str) -> float:
         return parse_duration(text)
     except QuantityError as exc:
         raise InputError(option, [Problem("", str(exc))]) from None
+
+
+def _write(text: str, output: Path) -> bool:
+    """Write the scenario; False when it went to stdout (and nothing else may be printed)."""
+    if str(output) == "-":
+        typer.echo(text, nl=False)
+        return False
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(output), [Problem("", f"cannot write: {exc.strerror or exc}")]) from None
+    return True
 
 
 @trace_app.command("dlrm")
@@ -64,14 +77,8 @@ def dlrm_cmd(
             headroom=headroom,
         )
         conversion = convert(read_instances(csv_file), options, str(csv_file))
-        text = conversion.yaml()
-        if str(output) == "-":
-            typer.echo(text, nl=False)
+        if not _write(conversion.yaml(), output):
             return
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(str(output), [Problem("", f"cannot write: {exc.strerror or exc}")]) from None
         scenario = conversion.scenario
         workloads = scenario["workloads"]
         gpu = sum(w["replicas"] for w in workloads if GPU in w["requests"])
@@ -81,6 +88,46 @@ def dlrm_cmd(
         console.print(
             f"{output}: {len(workloads)} workloads ({gpu} GPU-node and {cpu} CPU-node replicas at the "
             f"start), {events} scale events over {scenario['duration']}; nodes initial..max: {groups}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    guarded(go)
+
+
+@trace_app.command("gpu")
+def gpu_cmd(
+    csv_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="alibaba-gpu-v2023/ (cluster-trace-gpu-v2023): the openb node list and pod list.",
+            show_default=False,
+        ),
+    ],
+    output: OutOpt,
+    start: Annotated[str, typer.Option(help="Window start, seconds from the trace start (or 2800h).")] = "0",
+    hours: Annotated[float, typer.Option(help="Window length in hours.")] = 6.0,
+    node_scale: Annotated[
+        float, typer.Option(help="Nodes of each group = trace count x F (at least 1).")
+    ] = 1.0,
+) -> None:
+    """A window of the GPU-sharing trace as a scenario: a fixed cluster with one node group per GPU
+    model and shape, and one single-replica workload per pod, deployed and deleted as in the trace."""
+    from makeroom.trace.gpu import Options, convert, read_dir
+
+    def go() -> None:
+        options = Options(start=_seconds(start, "--start"), hours=hours, node_scale=node_scale)
+        machines, tasks = read_dir(csv_dir)
+        conversion = convert(machines, tasks, options, str(csv_dir))
+        if not _write(conversion.yaml(), output):
+            return
+        scenario = conversion.scenario
+        nodes = sum(g["initial"] for g in scenario["node_groups"])
+        kinds = Counter(next(k for k in e if k != "at") for e in scenario["events"])
+        console.print(
+            f"{output}: {len(scenario['node_groups'])} node groups, {nodes} nodes; "
+            f"{len(scenario['workloads'])} pods at the start, {kinds['deploy']} deployed and "
+            f"{kinds['delete']} deleted over {scenario['duration']}",
             highlight=False,
             soft_wrap=True,
         )

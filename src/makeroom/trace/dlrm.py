@@ -12,21 +12,31 @@ priorities, taints) are the constants below and docs/traces.md explains them.
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from makeroom.errors import InputError, Problem
 from makeroom.model.quantity import MILLI, QuantityError, format_quantity, parse_quantity
+from makeroom.trace.common import (
+    Conversion,
+    Row,
+    cell,
+    dns_name,
+    duration,
+    natural,
+    number,
+    parse_rows,
+    read_rows,
+    time_cell,
+    unique,
+)
 
 GPU = "nvidia.com/gpu"
 RESOURCES = ("cpu", "memory", GPU)
@@ -42,7 +52,6 @@ COLUMNS = (
 )
 ROLES = ("HN", "CN")  # GPU-node instances first: they are the ones that must find room
 GROUP_OF_ROLE = {"CN": "cpu", "HN": "gpu"}
-MAX_PROBLEMS = 20
 
 # Assumptions (docs/traces.md). Node shapes hold the trace's largest instance of each role: a CN
 # instance asks for up to 192 cores and 1000 GiB, an HN one for up to 24 cores, 400 GiB and one GPU.
@@ -82,58 +91,23 @@ class Options:
     headroom: float = 1.2  # max nodes of a group = ceil(peak nodes x headroom)
 
 
-@dataclass(frozen=True, slots=True)
-class Conversion:
-    scenario: dict[str, Any]
-    notes: tuple[str, ...] = field(default=())  # written as comment lines above the YAML
-
-    def yaml(self) -> str:
-        head = "".join(f"# {line}\n" if line else "#\n" for line in self.notes)
-        body = yaml.safe_dump(self.scenario, sort_keys=False, default_flow_style=None, width=110)
-        return head + body
-
-
 # --- reading the CSV -------------------------------------------------------------------------------
 
 
 def read_instances(path: Path) -> list[Instance]:
     """Every row of the CSV file, checked; all problems at once, as ``rows[17].cpu_request``."""
-    file = str(path)
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            return parse_instances(handle, file)
-    except FileNotFoundError:
-        raise InputError(file, [Problem("", "no such file")]) from None
-    except IsADirectoryError:
-        raise InputError(file, [Problem("", "expected a CSV file, found a directory")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, [Problem("", f"cannot read: {exc}")]) from None
+    return read_rows(path, COLUMNS, _instance)
 
 
 def parse_instances(lines: Iterable[str], file: str) -> list[Instance]:
-    reader = csv.DictReader(lines)
-    header = reader.fieldnames or []
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise InputError(file, [Problem("header", f"missing column {c}") for c in missing])
-    problems: list[Problem] = []
-    instances = []
-    for i, row in enumerate(reader):
-        instance = _instance(row, f"rows[{i}]", problems)
-        if instance is not None:
-            instances.append(instance)
-    if len(problems) > MAX_PROBLEMS:
-        problems = [*problems[:MAX_PROBLEMS], Problem("", f"... and {len(problems) - MAX_PROBLEMS} more")]
-    if problems:
-        raise InputError(file, problems)
-    return instances
+    return parse_rows(lines, file, COLUMNS, _instance)
 
 
-def _instance(row: Mapping[str, str | None], where: str, problems: list[Problem]) -> Instance | None:
+def _instance(row: Row, where: str, problems: list[Problem]) -> Instance | None:
     before = len(problems)
 
     def text(column: str) -> str:
-        return (row.get(column) or "").strip()
+        return cell(row, column)
 
     role = text("role")
     if role not in ROLES:
@@ -143,33 +117,15 @@ def _instance(row: Mapping[str, str | None], where: str, problems: list[Problem]
         problems.append(Problem(f"{where}.app_name", "expected a service name, got an empty cell"))
     requests = []
     for column, unit in (("cpu_request", Decimal(1)), ("memory_request", _GIB), ("gpu_request", Decimal(1))):
-        value = _number(text(column), f"{where}.{column}", problems)
+        value = number(text(column), f"{where}.{column}", problems)
         requests.append(0 if value is None else int((value * unit * MILLI).to_integral_value(ROUND_CEILING)))
-    created = _time(text("creation_time"), f"{where}.creation_time", -math.inf, problems)
-    deleted = _time(text("deletion_time"), f"{where}.deletion_time", math.inf, problems)
+    created = time_cell(text("creation_time"), f"{where}.creation_time", -math.inf, problems)
+    deleted = time_cell(text("deletion_time"), f"{where}.deletion_time", math.inf, problems)
     if deleted < created:
         problems.append(Problem(f"{where}.deletion_time", f"expected a time after creation_time {created:g}"))
     if len(problems) > before:
         return None
     return Instance(app, role, (requests[0], requests[1], requests[2]), created, deleted)
-
-
-def _number(cell: str, where: str, problems: list[Problem]) -> Decimal | None:
-    try:
-        value = Decimal(cell)
-    except InvalidOperation:
-        value = None
-    if value is None or not value.is_finite() or value < 0:
-        problems.append(Problem(where, f"expected a number of zero or more, got {cell!r}"))
-        return None
-    return value
-
-
-def _time(cell: str, where: str, empty: float, problems: list[Problem]) -> float:
-    if not cell:
-        return empty
-    value = _number(cell, where, problems)
-    return empty if value is None else float(value)
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -246,7 +202,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
     workloads: list[dict[str, Any]] = []
     events: list[tuple[int, int, dict[str, Any]]] = []
     asks: dict[str, list[tuple[tuple[int, int, int], list[int]]]] = {g: [] for g in shapes}
-    for order, key in enumerate(sorted(by_key, key=lambda k: (_natural(k[0]), ROLES.index(k[1])))):
+    for order, key in enumerate(sorted(by_key, key=lambda k: (natural(k[0]), ROLES.index(k[1])))):
         app, role = key
         members = by_key[key]
         counts = [_scaled(live, options.scale) for live in _live_counts(members, samples)]
@@ -255,13 +211,13 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
         requests = _shape(members)
         group = GROUP_OF_ROLE[role]
         _check_fits(app, role, requests, shapes[group], options)
-        name = _unique(f"{_dns(app)}-{role.lower()}", {w["name"] for w in workloads})
+        name = unique(f"{dns_name(app, 'app')}-{role.lower()}", {w["name"] for w in workloads})
         workloads.append(_workload(name, role, group, counts[0], requests))
         asks[group].append((requests, counts))
         for k in range(1, len(counts)):
             if counts[k] != counts[k - 1]:
                 scale = {"workload": name, "replicas": counts[k]}
-                events.append((k, order, {"at": _duration(k * options.step), "scale": scale}))
+                events.append((k, order, {"at": duration(k * options.step), "scale": scale}))
 
     if not workloads:
         raise InputError(
@@ -275,8 +231,8 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
     groups = [_group(g, shapes[g], asks[g], options.headroom) for g in ("cpu", "gpu")]
     scenario: dict[str, Any] = {
         "version": 1,
-        "name": f"alibaba-dlrm-v2025 {_duration(t0)}+{_duration(t1 - t0)} x{options.scale:g}",
-        "duration": _duration(t1 - t0),
+        "name": f"alibaba-dlrm-v2025 {duration(t0)}+{duration(t1 - t0)} x{options.scale:g}",
+        "duration": duration(t1 - t0),
         "node_groups": groups,
         "autoscaler": {"expander": "priority"},
         "workloads": workloads,
@@ -287,7 +243,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
 
 def _chosen_apps(in_window: list[Instance], services: int | None) -> set[str]:
     sizes = Counter(i.app for i in in_window)
-    ranked = sorted(sizes, key=lambda app: (-sizes[app], _natural(app)))
+    ranked = sorted(sizes, key=lambda app: (-sizes[app], natural(app)))
     return set(ranked if services is None else ranked[:services])
 
 
@@ -398,29 +354,3 @@ def _notes(source: str, options: Options, kept: int, live: int) -> tuple[str, ..
         "Node shapes, prices, priorities and taints are assumptions: see docs/traces.md in makeroom.",
         "",
     )
-
-
-def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p)
-
-
-def _dns(text: str) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return name or "app"
-
-
-def _unique(name: str, taken: set[str]) -> str:
-    n, candidate = 2, name
-    while candidate in taken:
-        candidate, n = f"{name}-{n}", n + 1
-    return candidate
-
-
-def _duration(seconds: float) -> str:
-    if seconds != int(seconds):
-        return f"{seconds:g}s"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + (f"{secs}s" if secs else "")
-    return text or "0s"
