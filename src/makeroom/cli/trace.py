@@ -12,6 +12,7 @@ from makeroom.cli.app import app
 from makeroom.cli.common import console, guarded
 from makeroom.errors import InputError, Problem
 from makeroom.model.quantity import QuantityError, parse_duration
+from makeroom.trace.dlrm import CPU_NODE, GPU, GPU_NODE
 
 trace_app = typer.Typer(help="Convert published cluster traces into scenario files (spec v1).")
 app.add_typer(trace_app, name="trace")
@@ -54,16 +55,15 @@ def dlrm_cmd(
         int | None, typer.Option(help="Keep the N services with the most instances in the window.")
     ] = None,
     scale: Annotated[float, typer.Option(help="Replicas = live instances x F (at least 1 where any).")] = 1.0,
-    cpu_node: Annotated[str, typer.Option(help="Allocatable of one CPU node.")] = "cpu=192,memory=1024Gi",
-    gpu_node: Annotated[
-        str, typer.Option(help="Allocatable of one GPU node.")
-    ] = "cpu=96,memory=1024Gi,gpu=8",
+    cpu_node: Annotated[str, typer.Option(help="Allocatable of one CPU node.")] = CPU_NODE,
+    gpu_node: Annotated[str, typer.Option(help="Allocatable of one GPU node.")] = GPU_NODE,
     headroom: Annotated[float, typer.Option(help="Max nodes of a group = peak nodes x H.")] = 1.2,
 ) -> None:
-    """A window of the DLRM serving trace as a scenario: one workload per (service, role), its replicas
-    following the live instances; GPU-node (HN) replicas outrank CPU-node (CN) ones, which tolerate
-    the GPU nodes' taint."""
-    from makeroom.trace.dlrm import GPU, Options, convert, read_instances
+    """A window of the Alibaba DLRM serving trace (2025) as a scenario.
+
+    One workload per (service, role) whose replicas follow the live instances; GPU-node (HN) replicas
+    outrank CPU-node (CN) ones, which tolerate the GPU nodes' taint (docs/traces.md)."""
+    from makeroom.trace.dlrm import Options, convert, read_instances
 
     def go() -> None:
         options = Options(
@@ -111,8 +111,10 @@ def gpu_cmd(
         float, typer.Option(help="Nodes of each group = trace count x F (at least 1).")
     ] = 1.0,
 ) -> None:
-    """A window of the GPU-sharing trace as a scenario: a fixed cluster with one node group per GPU
-    model and shape, and one single-replica workload per pod, deployed and deleted as in the trace."""
+    """A window of the Alibaba GPU-sharing trace (2023) as a scenario.
+
+    A fixed cluster with one node group per GPU model and shape, and one single-replica workload per
+    pod, deployed and deleted as in the trace (docs/traces.md)."""
     from makeroom.trace.gpu import Options, convert, read_dir
 
     def go() -> None:
