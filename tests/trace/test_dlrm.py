@@ -18,6 +18,9 @@ HEADER = (
     "scheduled_time,deletion_time"
 )
 GPU = "nvidia.com/gpu"
+HEADER_USED = (
+    "instance_sn, role, app_name, cpu_request, memory_request, gpu_request, creation_time, deletion_time"
+)
 
 
 def row(
@@ -150,6 +153,9 @@ def test_missing_column_missing_file_and_empty_window(tmp_path: Path) -> None:
     no_memory.write_text(HEADER.replace("memory_request,", "") + "\n")
     assert refused(no_memory, "-o", out) == [f"{no_memory}: header: missing column memory_request"]
     assert refused(tmp_path / "nope.csv", "-o", out) == [f"{tmp_path / 'nope.csv'}: no such file"]
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert refused(empty, "-o", out) == [f"{empty}: empty file: expected a CSV header with {HEADER_USED}"]
     gone = write_csv(tmp_path, [row(0, "CN", "app_0", deleted="3000")], name="gone.csv")
     (line,) = refused(gone, "-o", out, "--start", "1h")
     assert line == f"{gone}: no instance is live between trace seconds 3600 and 25200: an empty window"

@@ -48,6 +48,8 @@ def read_rows(path: Path, columns: Sequence[str], parse: RowParser[T]) -> list[T
 def parse_rows(lines: Iterable[str], file: str, columns: Sequence[str], parse: RowParser[T]) -> list[T]:
     reader = csv.DictReader(lines)
     header = reader.fieldnames or []
+    if not header:
+        raise InputError(file, [Problem("", f"empty file: expected a CSV header with {', '.join(columns)}")])
     missing = [c for c in columns if c not in header]
     if missing:
         raise InputError(file, [Problem("header", f"missing column {c}") for c in missing])
