@@ -137,12 +137,14 @@ def test_bad_cells_name_the_row_and_column(tmp_path: Path) -> None:
     rows = [*ROWS]
     rows[1] = row(1, "HN", "app_0", cpu="eight")
     rows[3] = row(3, "XN", "app_0", created="soon")
+    rows[5] = row(5, "CN", "app_0", created="500", deleted="100")
     csv = write_csv(tmp_path, rows)
     lines = refused(csv, "-o", tmp_path / "out.yaml")
     assert lines == [
         f"{csv}: rows[1].cpu_request: expected a number of zero or more, got 'eight'",
         f"{csv}: rows[3].role: expected CN or HN, got 'XN'",
         f"{csv}: rows[3].creation_time: expected a number of zero or more, got 'soon'",
+        f"{csv}: rows[5].deletion_time: expected a time after creation_time 500",
     ]
     assert not (tmp_path / "out.yaml").exists()
 

@@ -16,7 +16,6 @@ import math
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
@@ -32,7 +31,6 @@ from makeroom.trace.common import (
     duration,
     natural,
     number,
-    parse_rows,
     read_rows,
     time_cell,
     unique,
@@ -99,30 +97,23 @@ def read_instances(path: Path) -> list[Instance]:
     return read_rows(path, COLUMNS, _instance)
 
 
-def parse_instances(lines: Iterable[str], file: str) -> list[Instance]:
-    return parse_rows(lines, file, COLUMNS, _instance)
-
-
 def _instance(row: Row, where: str, problems: list[Problem]) -> Instance | None:
     before = len(problems)
-
-    def text(column: str) -> str:
-        return cell(row, column)
-
-    role = text("role")
+    role = cell(row, "role")
     if role not in ROLES:
         problems.append(Problem(f"{where}.role", f"expected CN or HN, got {role!r}"))
-    app = text("app_name")
+    app = cell(row, "app_name")
     if not app:
         problems.append(Problem(f"{where}.app_name", "expected a service name, got an empty cell"))
     requests = []
     for column, unit in (("cpu_request", Decimal(1)), ("memory_request", _GIB), ("gpu_request", Decimal(1))):
-        value = number(text(column), f"{where}.{column}", problems)
+        value = number(cell(row, column), f"{where}.{column}", problems)
         requests.append(0 if value is None else int((value * unit * MILLI).to_integral_value(ROUND_CEILING)))
-    created = time_cell(text("creation_time"), f"{where}.creation_time", -math.inf, problems)
-    deleted = time_cell(text("deletion_time"), f"{where}.deletion_time", math.inf, problems)
+    created = time_cell(cell(row, "creation_time"), f"{where}.creation_time", -math.inf, problems)
+    deleted = time_cell(cell(row, "deletion_time"), f"{where}.deletion_time", math.inf, problems)
     if deleted < created:
-        problems.append(Problem(f"{where}.deletion_time", f"expected a time after creation_time {created:g}"))
+        message = f"expected a time after creation_time {created:.0f}"
+        problems.append(Problem(f"{where}.deletion_time", message))
     if len(problems) > before:
         return None
     return Instance(app, role, (requests[0], requests[1], requests[2]), created, deleted)
