@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,7 +71,7 @@ def prepare(objects: list[dict[str, Any]]) -> tuple[list[int], list[dict[str, An
 
 def create_all(api: Api, objects: list[dict[str, Any]], workers: int = 24) -> dict[str, float]:
     timings = {}
-    paths = {
+    paths: dict[str, Callable[[dict[str, Any]], str]] = {
         "Node": lambda o: "/api/v1/nodes",
         "Pod": lambda o: f"/api/v1/namespaces/{o['metadata']['namespace']}/pods",
         "PodDisruptionBudget": lambda o: (
