@@ -171,3 +171,30 @@ def test_plan_reads_a_json_dump(tmp_path: Path) -> None:
     dump.write_text(json.dumps(_dump()))
     out = run_json("plan", dump)
     assert [m["pod"] for m in out["moves"]] == ["iris-classifier-7d9f8b6c5-abcde"]
+
+
+def test_an_hpa_or_the_annotation_owns_a_workloads_replicas() -> None:
+    items = _dump()["items"]
+    assert state_from_objects(items).workloads["iris-classifier"].replicas_owner is None
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "iris-hpa", "namespace": "default"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "iris-classifier"}
+        },
+    }
+    state = state_from_objects([*items, hpa])
+    assert state.workloads["iris-classifier"].replicas_owner == "HorizontalPodAutoscaler/iris-hpa"
+    keda = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "iris-classifier",
+            "namespace": "default",
+            "annotations": {"makeroom.io/replicas-owner": "ScaledObject/iris"},
+        },
+        "spec": {"replicas": 2},
+    }
+    state = state_from_objects([*items, keda])
+    assert state.workloads["iris-classifier"].replicas_owner == "ScaledObject/iris"

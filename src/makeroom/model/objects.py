@@ -14,6 +14,7 @@ MOVED_AT = "makeroom.io/moved-at"  # seconds (a decimal string) when makeroom la
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+REPLICAS_OWNER = "makeroom.io/replicas-owner"  # on a Deployment: who else sets its replicas (KEDA...)
 VICTIM_OF = "makeroom.io/victim-of"  # on a pod that makeroom moves, naming the pod it makes room for
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -17,6 +17,7 @@ from typing import Any
 
 from makeroom.errors import InputError, Problem
 from makeroom.model import (
+    REPLICAS_OWNER,
     DisruptionBudget,
     Node,
     NodeGroup,
@@ -137,6 +138,7 @@ class _Builder:
     pods: list[tuple[Pod, str]] = field(default_factory=list)
     pdbs: list[tuple[str, Mapping[str, Any], DisruptionBudget, str]] = field(default_factory=list)
     deployments: dict[str, tuple[int | None, dict[str, str]]] = field(default_factory=dict)
+    replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
@@ -163,6 +165,8 @@ class _Builder:
             self.pdb(obj, where)
         elif kind == "Deployment" and isinstance(meta.get("name"), str):
             self.deployment(meta, _map(obj, "spec"))
+        elif kind == "HorizontalPodAutoscaler" and isinstance(meta.get("name"), str):
+            self.autoscaler(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
             self.status = obj
         elif not isinstance(kind, str):
@@ -410,6 +414,16 @@ class _Builder:
         key = name if namespace == "default" else f"{namespace}/{name}"
         self.deployments[key] = (wanted, _str_map(meta.get("annotations")))
 
+    def autoscaler(self, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+        """An HPA owns its target Deployment's replica count: makeroom must not change it."""
+        target = _map(spec, "scaleTargetRef")
+        if target.get("kind") != "Deployment" or not isinstance(target.get("name"), str):
+            return
+        namespace = str(meta.get("namespace") or "default")
+        name = str(target["name"])
+        key = name if namespace == "default" else f"{namespace}/{name}"
+        self.replica_owners[key] = f"HorizontalPodAutoscaler/{meta['name']}"
+
     # --- budgets ---------------------------------------------------------------------------------
     def pdb(self, obj: Mapping[str, Any], where: str) -> None:
         meta, spec = _map(obj, "metadata"), _map(obj, "spec")
@@ -591,6 +605,7 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
             if wanted is not None:
                 w.replicas = wanted
             w.annotations = dict(annotations)
+        w.replicas_owner = b.replica_owners.get(name) or w.annotations.get(REPLICAS_OWNER)
     for namespace, selector, budget, _ in b.pdbs:
         for name, (ns, labels) in labels_of.items():
             if ns == namespace and workloads[name].pdb is None and selector_matches(selector, labels):
