@@ -267,8 +267,81 @@ def test_cache_signals_a_pod_becoming_unschedulable_and_builds_state_once_per_ch
     assert not cache.unschedulable.is_set()
     cache.informers["Pod"].apply({"type": "ADDED", "object": pod("p", None, cpu="3")})
     assert cache.unschedulable.is_set() and f"{NS}/p" in cache.unschedulable_at
-    assert cache.state() is not first and f"{NS}/p" in cache.state().pods
+    assert f"{NS}/p" in cache.state().pods and cache.state().pods[f"{NS}/p"].unschedulable_since is not None
+    assert cache.builds == {"full": 1, "incremental": 1}
     assert is_unschedulable(cache.get("Pod", f"{NS}/p"))
+
+
+def _view(state: Any) -> Any:
+    pods = {
+        k: (
+            p.spec,
+            p.node,
+            p.nominated_node,
+            p.unschedulable_since,
+            p.ready,
+            p.terminating,
+            p.annotations,
+            p.workload,
+        )
+        for k, p in state.pods.items()
+    }
+    workloads = {k: (w.replicas, w.annotations, w.pdb) for k, w in state.workloads.items()}
+    used = {n: state.node_free(n) for n in state.nodes}
+    nominated = {n: sorted(held) for n, held in state.nominated.items()}
+    return pods, workloads, used, nominated
+
+
+def test_pod_by_pod_updates_equal_a_full_build() -> None:
+    server = FakeApiServer()
+    for n in ("n1", "n2"):
+        server.put(f"/api/v1/nodes/{n}", node(n))
+    server.put("/api/v1/nodes/g1", node("g1", "gpu"))
+    for i in range(4):
+        server.put(pod_path(f"a{i}"), pod(f"a{i}", "n1"))
+    api, _ = make_api(server)
+    cache = Cache(api, GROUPS)
+    for inf in cache.informers.values():
+        inf.relist()
+    cache.state()
+    pods = cache.informers["Pod"]
+    moved = pod("a1", "n2")
+    moved["metadata"]["annotations"] = {"makeroom.io/victim-of": "x"}
+    terminating = pod("a2", "n1")
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    nominated = pod("p", None, cpu="3", priority=100)
+    nominated["status"]["nominatedNodeName"] = "n2"
+    for event in (
+        {"type": "ADDED", "object": pod("p", None, cpu="3", priority=100)},
+        {"type": "MODIFIED", "object": nominated},
+        {"type": "MODIFIED", "object": moved},
+        {"type": "MODIFIED", "object": terminating},
+        {"type": "DELETED", "object": pod("a3", "n1")},
+        {"type": "ADDED", "object": pod("a4", "n2")},
+    ):
+        pods.apply(event)
+        incremental = cache.state()
+        full = state_from_objects(cache.objects(), GROUPS, None)
+        assert _view(incremental) == _view(full), event["type"]
+    assert cache.builds["full"] == 1 and cache.builds["incremental"] == 6
+    cache.informers["Node"].apply(
+        {"type": "MODIFIED", "object": {**node("n2"), "spec": {"unschedulable": True}}}
+    )
+    cache.state()
+    assert cache.builds["full"] == 2  # a node change: built in full
+
+
+def test_a_change_planning_does_not_read_is_no_change() -> None:
+    server = FakeApiServer()
+    api, _ = make_api(server)
+    cache = Cache(api, GROUPS)
+    before = cache.version
+    same = node("n1")
+    cache.informers["Node"].apply({"type": "ADDED", "object": same})
+    heartbeat = node("n1")
+    heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:00Z"
+    cache.informers["Node"].apply({"type": "MODIFIED", "object": heartbeat})
+    assert cache.version == before + 1
 
 
 # --- the Cluster port ------------------------------------------------------------------------------

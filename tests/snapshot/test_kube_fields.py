@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from makeroom.snapshot import state_from_objects
+import pytest
+
+from makeroom.errors import InputError
+from makeroom.snapshot import pod_from_object, state_from_objects
 
 GROUPS_NODE = {
     "kind": "Node",
@@ -88,3 +91,29 @@ def test_unschedulable_since_from_pod_scheduled_condition() -> None:
 
 def test_node_annotations() -> None:
     assert build().nodes["n1"].annotations == {"makeroom.io/x": "1"}
+
+
+def test_pod_from_object_is_the_pod_of_a_full_build() -> None:
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "lastTransitionTime": "2026-01-01T00:01:00Z",
+    }
+    obj = pod("a", None, [cond], ns="prod")
+    one = pod_from_object(obj)
+    full = build(obj).pods["prod/a"]
+    assert one is not None
+    assert (one.key, one.spec, one.workload, one.unschedulable_since, one.created_at) == (
+        full.key,
+        full.spec,
+        full.workload,
+        full.unschedulable_since,
+        full.created_at,
+    )
+    finished = {**obj, "status": {"phase": "Succeeded"}}
+    assert pod_from_object(finished) is None
+    broken = pod("b", None)
+    broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    with pytest.raises(InputError):
+        pod_from_object(broken)

@@ -13,7 +13,7 @@ from makeroom.snapshot.groups import (
     parse_autoscaler_status,
     parse_group_config,
 )
-from makeroom.snapshot.objects import UNGROUPED, selector_matches, state_from_objects
+from makeroom.snapshot.objects import UNGROUPED, pod_from_object, selector_matches, state_from_objects
 
 
 def is_kube_dump(data: object) -> bool:
@@ -33,6 +33,7 @@ __all__ = [
     "is_kube_dump",
     "parse_autoscaler_status",
     "parse_group_config",
+    "pod_from_object",
     "selector_matches",
     "state_from_objects",
 ]

@@ -475,6 +475,17 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
     return True
 
 
+def pod_from_object(obj: Mapping[str, Any], *, source: str = "object") -> Pod | None:
+    """One Pod as ``state_from_objects`` makes it (None for a finished pod), for a cache that keeps a
+    ClusterState up to date pod by pod. Its node and nomination are the object's: the caller adds it
+    with ``ClusterState.add_pod`` and ``nominate``. Raises InputError like ``state_from_objects``."""
+    b = _Builder(None, "")
+    b.add(0, {**obj, "kind": "Pod"})
+    if b.problems.items:
+        raise InputError(source, b.problems.items)
+    return b.pods[0][0] if b.pods else None
+
+
 def state_from_objects(
     objects: Iterable[Mapping[str, Any]],
     groups: GroupConfig | None = None,
