@@ -546,3 +546,20 @@ def test_health_and_metrics_endpoints() -> None:
             assert name in text
     finally:
         server.stop()
+
+
+def test_a_deployment_scaled_by_an_hpa_has_its_replicas_owned() -> None:
+    server = seeded()
+    server.put(
+        f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/web",
+        {
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": NS},
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                "maxReplicas": 5,
+            },
+        },
+    )
+    kc = cluster(server)
+    assert kc.snapshot().workloads[f"{NS}/web"].replicas_owner == "HorizontalPodAutoscaler/web"

@@ -45,6 +45,7 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
         Resource("Pod", "/api/v1/pods"),
         Resource("PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets"),
         Resource("Deployment", "/apis/apps/v1/deployments"),
+        Resource("HorizontalPodAutoscaler", "/apis/autoscaling/v2/horizontalpodautoscalers"),
         Resource(
             "ConfigMap",
             f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
@@ -234,7 +235,14 @@ class Cache:
         return all(inf.synced.is_set() for inf in self.informers.values())
 
     def objects(
-        self, kinds: tuple[str, ...] = ("Node", "Pod", "PodDisruptionBudget", "Deployment")
+        self,
+        kinds: tuple[str, ...] = (
+            "Node",
+            "Pod",
+            "PodDisruptionBudget",
+            "Deployment",
+            "HorizontalPodAutoscaler",
+        ),
     ) -> list[JSON]:
         out: list[JSON] = []
         for kind in kinds:

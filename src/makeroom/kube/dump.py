@@ -12,9 +12,9 @@ JSON = dict[str, Any]
 
 
 def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "kube-system") -> list[JSON]:
-    """Nodes, pods, PodDisruptionBudgets and Deployments, then the autoscaler's status ConfigMap if
-    present: full objects (without managedFields) for a dump a person may read, or the slim ones the
-    watch cache keeps."""
+    """Nodes, pods, PodDisruptionBudgets, Deployments and HorizontalPodAutoscalers, then the
+    autoscaler's status ConfigMap if present: full objects (without managedFields) for a dump a person
+    may read, or the slim ones the watch cache keeps."""
     interner = Interner()
     out: list[JSON] = []
     versions = {
@@ -22,6 +22,7 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
         "Pod": "v1",
         "PodDisruptionBudget": "policy/v1",
         "Deployment": "apps/v1",
+        "HorizontalPodAutoscaler": "autoscaling/v2",
         "ConfigMap": "v1",
     }
     for r in resources(autoscaler_namespace):

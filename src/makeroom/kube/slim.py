@@ -175,6 +175,17 @@ def slim_deployment(obj: Mapping[str, Any], intern: Interner) -> JSON:
     }
 
 
+def slim_hpa(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """Only which Deployment it scales: an HPA owns that workload's replica count."""
+    meta = obj.get("metadata") or {}
+    target = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+    return {
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace") or "default"},
+        "spec": {"scaleTargetRef": {"kind": target.get("kind"), "name": target.get("name")}},
+    }
+
+
 def slim_configmap(obj: Mapping[str, Any], intern: Interner) -> JSON:
     meta = obj.get("metadata") or {}
     return {
@@ -189,6 +200,7 @@ SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Node": slim_node,
     "PodDisruptionBudget": slim_pdb,
     "Deployment": slim_deployment,
+    "HorizontalPodAutoscaler": slim_hpa,
     "ConfigMap": slim_configmap,
 }
 
