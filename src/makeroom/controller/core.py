@@ -6,6 +6,8 @@ relocation runs, and a consolidation that is still moving pods stops as soon as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from makeroom.controller.config import ControllerConfig
 from makeroom.controller.consolidator import Consolidations
 from makeroom.controller.port import Clock, Cluster
@@ -16,6 +18,17 @@ from makeroom.model import Pod
 from makeroom.model.state import ClusterState
 
 EXPECTATION_TIMEOUT = 30.0
+REPLAN_AFTER_CHANGE = 10.0  # one autoscaler scan
+REPLAN_EVERY = 60.0
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The last planning attempt of a kind: when, on which cluster generation, for which pods."""
+
+    at: float
+    generation: int
+    waiting: set[str]
 
 
 class Controller:
@@ -27,6 +40,7 @@ class Controller:
         # Records written but perhaps not yet seen in a cached snapshot (a controller's expectations):
         # no new round is planned until they show, so a lagging cache never starts anything twice.
         self._expected: dict[str, float] = {}
+        self._attempts: dict[str, Attempt] = {}
 
     @property
     def report(self) -> TickReport:
@@ -42,7 +56,7 @@ class Controller:
         waiting = [
             p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging
         ]
-        relocating = self.relocations.active(state)
+        relocating, marked = self.relocations.scan(state)
         for pod, record in relocating:
             s.guarded(pod.key, self.relocations.advance, state, pod, record, now)
         consolidating = self.consolidations.active(state)
@@ -50,24 +64,39 @@ class Controller:
             anchor = node_anchor(node.name)
             s.guarded(anchor, self.consolidations.advance, state, node, record, now, waiting)
         live = {p.key for p, _ in relocating} | {node_anchor(n.name) for n, _ in consolidating}
-        s.guarded("orphans", s.collect_orphans, state, live)
+        s.guarded("orphans", s.collect_orphans, state, live, marked)
         s.guarded("orphan-taints", self.consolidations.collect_orphans, state)
         for key, when in list(self._expected.items()):
             if key in live or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
         if relocating or self._expected:
             return s.report
-        if waiting:
+        if waiting and self._worth_planning("plan", state, {p.key for p in waiting}, now):
             s.guarded("plan", self._plan, state, waiting, now)
-        elif self.config.consolidation and not consolidating:
+        consolidate = self.config.consolidation and not waiting and not consolidating
+        if consolidate and self._worth_planning("consolidate", state, set(), now):
             s.guarded("consolidate", self._consolidate, state, now)
         return s.report
 
+    def _worth_planning(self, kind: str, state: ClusterState, waiting: set[str], now: float) -> bool:
+        """Planning again on an unchanged cluster gives the same answer. Plan at once for a pod that
+        newly waits; after a fruitless attempt, again once the cluster changed and a little time
+        passed (or, for what time alone changes, cooldowns and backoffs, after a longer while)."""
+        last = self._attempts.get(kind)
+        if last is None or waiting - last.waiting:
+            return True
+        since = now - last.at
+        changed = state.generation != last.generation
+        return (changed and since >= REPLAN_AFTER_CHANGE) or since >= REPLAN_EVERY
+
     def _plan(self, state: ClusterState, waiting: list[Pod], now: float) -> None:
-        for key in self.relocations.start(state, waiting, now):
+        started = self.relocations.start(state, waiting, now)
+        for key in started:
             self._expected[key] = now
+        self._attempts["plan"] = Attempt(now, state.generation, {p.key for p in waiting})
 
     def _consolidate(self, state: ClusterState, now: float) -> None:
         node = self.consolidations.start(state, now)
         if node is not None:
             self._expected[node_anchor(node)] = now
+        self._attempts["consolidate"] = Attempt(now, state.generation, set())

@@ -198,15 +198,14 @@ class Steps:
             self.act(self.cluster.scale, workload, surge.base)
         self.act(self.cluster.annotate_workload, workload, {SURGE: None})
 
-    def collect_orphans(self, state: ClusterState, live: set[str]) -> None:
+    def collect_orphans(self, state: ClusterState, live: set[str], marked: list[Pod]) -> None:
         """What a controller that died between two actions left without a record: undo it."""
         for name, w in state.workloads.items():
             surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
             if SURGE in w.annotations and (surge is None or surge.for_pod not in live):
                 self.undo_surge(state, name)
-        for p in state.pods.values():
-            owner = p.annotations.get(VICTIM_OF)
-            if owner is not None and owner not in live and not p.terminating:
+        for p in marked:
+            if p.annotations.get(VICTIM_OF) not in live and not p.terminating:
                 self.unmark(p)
 
     def cooling(self, state: ClusterState, now: float) -> frozenset[str]:

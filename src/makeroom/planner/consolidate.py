@@ -15,7 +15,7 @@ import numpy as np
 from makeroom.model import Node, NodeGroup, OwnerKind, Pod
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import Vector
-from makeroom.model.state import ClusterState
+from makeroom.model.state import ClusterState, Mask
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import Policy
 
@@ -65,54 +65,83 @@ class Consolidation:
         )
 
 
+@dataclass(slots=True)
+class _Cluster:
+    """What every candidate node is weighed against, computed once per call."""
+
+    sizes: dict[str, int]
+    free: Vector  # free room after what nominated pods hold
+    cheaper: dict[str, list[NodeGroup]]  # group -> strictly cheaper groups
+    allowed: dict[str, Mask]  # group -> nodes of its cheaper groups
+
+
 def consolidate(state: ClusterState, policy: ConsolidationPolicy) -> Consolidation | None:
     """The node whose emptying saves the most, or None when none pays."""
+    ctx = _context(state)
     best: Consolidation | None = None
     for node in sorted(state.nodes.values(), key=lambda n: (-_price(state, n), n.name)):
-        found = _try(state, node, policy)
+        if not ctx.cheaper.get(node.group):
+            continue  # nowhere cheaper to go: every node after it is as cheap or cheaper
+        found = _try(state, ctx, node, policy)
         if found is not None and (best is None or found.saving_per_hour > best.saving_per_hour):
             best = found
     return best
+
+
+def _context(state: ClusterState) -> _Cluster:
+    sizes: dict[str, int] = {}
+    in_group: dict[str, Mask] = {}
+    for name, node in state.nodes.items():
+        sizes[node.group] = sizes.get(node.group, 0) + 1
+        if node.group not in in_group:
+            in_group[node.group] = np.zeros(len(state.alive), dtype=np.bool_)
+        in_group[node.group][state.slot_of[name]] = True
+    free = state.free()
+    for held_on, held in state.nominated.items():
+        for other in held.values():
+            free[state.slot_of[held_on]] -= state.requests_of(other.spec)
+    cheaper: dict[str, list[NodeGroup]] = {}
+    allowed: dict[str, Mask] = {}
+    for g in state.groups.values():
+        cheaper[g.name] = [h for h in state.groups.values() if h.price_per_hour < g.price_per_hour]
+        mask = np.zeros(len(state.alive), dtype=np.bool_)
+        for h in cheaper[g.name]:
+            if h.name in in_group:
+                mask |= in_group[h.name]
+        allowed[g.name] = mask
+    return _Cluster(sizes, free, cheaper, allowed)
 
 
 def _price(state: ClusterState, node: Node) -> float:
     return state.groups[node.group].price_per_hour if node.group in state.groups else 0.0
 
 
-def _try(state: ClusterState, node: Node, policy: ConsolidationPolicy) -> Consolidation | None:
+def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPolicy) -> Consolidation | None:
     group = state.groups.get(node.group)
     if group is None or not node.ready or node.unschedulable or node.name in policy.skip_nodes:
         return None
-    if len(state.nodes_of(group.name)) <= group.min or state.nominated.get(node.name):
-        return None
-    cheaper = [g for g in state.groups.values() if g.price_per_hour < group.price_per_hour]
-    if not cheaper:
+    if ctx.sizes.get(group.name, 0) <= group.min or state.nominated.get(node.name):
         return None
     pods = [p for p in state.pods_on[node.name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
-    if not pods or any(p.terminating for p in pods) or len(pods) > policy.max_moves:
+    if not pods or len(pods) > policy.max_moves or any(p.terminating for p in pods):
         return None
     rules = Policy(now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved)
     for pod in pods:
         w = state.workloads.get(pod.workload) if pod.workload is not None else None
         if not_movable(pod, rules) is not None or w is None or w.replicas_owner is not None:
             return None  # every pod must move, make-before-break, for the node to empty
-    found = _place(state, node, group, cheaper, pods)
+    found = _place(state, ctx, node, group, pods)
     if found is None or found.saving_per_hour <= max(0.0, policy.min_saving * group.price_per_hour):
         return None  # it would not pay: the cheap nodes it needs cost about what it frees
     return found
 
 
 def _place(
-    state: ClusterState, node: Node, group: NodeGroup, cheaper: list[NodeGroup], pods: list[Pod]
+    state: ClusterState, ctx: _Cluster, node: Node, group: NodeGroup, pods: list[Pod]
 ) -> Consolidation | None:
-    free = state.free()
-    for held_on, held in state.nominated.items():
-        for other in held.values():
-            free[state.slot_of[held_on]] -= state.requests_of(other.spec)
-    allowed = np.zeros(len(state.alive), dtype=np.bool_)
-    names = {g.name for g in cheaper}
-    for name, candidate in state.nodes.items():
-        allowed[state.slot_of[name]] = candidate.group in names and name != node.name
+    free = ctx.free.copy()
+    allowed = ctx.allowed[group.name]
+    cheaper = ctx.cheaper[group.name]
     new_nodes: list[tuple[NodeGroup, Vector]] = []
     shifts: list[Shift] = []
     for pod in sorted(pods, key=lambda p: -int(state.requests_of(p.spec).sum())):
@@ -126,7 +155,7 @@ def _place(
             assert target is not None
             shifts.append(Shift(pod, pod.workload, target.name, None))
             continue
-        placed = _on_new_node(state, pod, req, cheaper, new_nodes)
+        placed = _on_new_node(state, ctx, pod, req, cheaper, new_nodes)
         if placed is None:
             return None
         shifts.append(Shift(pod, pod.workload, None, placed))
@@ -139,6 +168,7 @@ def _place(
 
 def _on_new_node(
     state: ClusterState,
+    ctx: _Cluster,
     pod: Pod,
     req: Vector,
     cheaper: list[NodeGroup],
@@ -150,7 +180,7 @@ def _on_new_node(
             return g.name
     for g in sorted(cheaper, key=lambda g: g.price_per_hour):
         adding = sum(1 for h, _ in new_nodes if h.name == g.name)
-        if len(state.nodes_of(g.name)) + adding >= g.max:
+        if ctx.sizes.get(g.name, 0) + adding >= g.max:
             continue
         if label_fit(pod.spec, g.node_labels(), g.taints) is not None:
             continue
