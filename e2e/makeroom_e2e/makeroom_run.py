@@ -24,6 +24,7 @@ import yaml
 import makeroom.examples
 
 from .cluster import ControlPlane
+from .procs import _die_with_parent
 from .scenario import LoadedScenario
 
 REPO = Path(__file__).resolve().parents[2]  # e2e/makeroom_e2e/ -> the repository
@@ -137,7 +138,11 @@ class Makeroom:
     def start(self) -> Makeroom:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [*makeroom_command(), *self.args], stdout=log, stderr=log, start_new_session=True
+            [*makeroom_command(), *self.args],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 (a dying test run takes makeroom with it)
         )
         return self
 

@@ -229,9 +229,13 @@ def test_dry_run_changes_nothing_and_reports_the_plan(cp: ControlPlane, tmp_path
                 run_args(cp, inst, groups, strategy="migrate", identity="dry", extra=("--dry-run",)),
                 tmp_path / "dry.log",
             ).start()
-            cp.wait_for(lambda: bool(mr.messages("relocation started")), 60, "the dry run plans a relocation")
-            cp.wait_for(lambda: len(mr.messages("dry run: would act")) >= 5, 30, "dry-run actions logged")
-            code = mr.stop()
+            try:
+                cp.wait_for(
+                    lambda: bool(mr.messages("relocation started")), 60, "the dry run plans a relocation"
+                )
+                cp.wait_for(lambda: len(mr.messages("dry run: would act")) >= 5, 30, "dry-run actions logged")
+            finally:
+                code = mr.stop()
             after = snapshot_objects(cp, ls.namespace)
         finally:
             ls.stop()
