@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from makeroom.model import DO_NOT_MOVE, OwnerKind, PodSpec, PreemptionPolicy, Resources
-from makeroom.model.objects import MOVED_AT
+from makeroom.model.objects import MAKE_ROOM, MOVED_AT
 from makeroom.planner import (
     NotMovable,
     PlacementReason,
@@ -113,12 +113,22 @@ def test_relocation_wins_when_its_new_nodes_cost_less() -> None:
     assert len(result.moves) == 3 and dict(result.scale_ups) == {"cpu": 1}
 
 
-def test_preemption_policy_never_gets_only_a_new_node() -> None:
+def test_preemption_policy_never_still_gets_room_made() -> None:
+    # Never stops the scheduler's own preemption; makeroom's moves, each with a destination, are
+    # what such a pod is set up to wait for.
     c = seed_like()
     c.pod("text-gen", {}, spec=PodSpec(Resources.parse(TEXT_GEN), 1000, PreemptionPolicy.NEVER))
     result = plan(c.state, Policy())
+    assert len(result.moves) == 3
+    assert [p.reason for p in result.placements] == [PlacementReason.RELOCATION]
+
+
+def test_a_pod_that_opts_out_gets_only_a_new_node() -> None:
+    c = seed_like()
+    c.pod("text-gen", TEXT_GEN, 1000, annotations={MAKE_ROOM: "false"})
+    result = plan(c.state, Policy())
     assert result.moves == ()
-    assert [u.reason for u in result.unplaceable] == [UnplaceableReason.PREEMPTION_NEVER]
+    assert [u.reason for u in result.unplaceable] == [UnplaceableReason.RELOCATION_OFF]
 
 
 def test_room_is_claimed_once_for_several_pending_pods() -> None:

@@ -81,6 +81,32 @@ def run_cmd(
     timeout: Annotated[str, typer.Option(help="A relocation not done by then is rolled back.")] = "15m",
     cooldown: Annotated[str, typer.Option(help="A moved pod is not moved again within this time.")] = "10m",
     max_moves: Annotated[int, typer.Option("--max-moves", help="Most pods moved at once.")] = 20,
+    consolidate: Annotated[
+        bool,
+        typer.Option(
+            "--consolidate/--no-consolidate",
+            help="Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove "
+            "the node for less than it costs (docs/controller.md).",
+        ),
+    ] = True,
+    consolidation_min_saving: Annotated[
+        float,
+        typer.Option(
+            "--consolidation-min-saving", min=0.0, max=1.0, help="Share of the node's price to save."
+        ),
+    ] = 0.2,
+    consolidation_max_moves: Annotated[
+        int, typer.Option("--consolidation-max-moves", min=1, help="Pods moved per --consolidation-window.")
+    ] = 10,
+    consolidation_window: Annotated[
+        str, typer.Option("--consolidation-window", help="The window of the consolidation budget.")
+    ] = "10m",
+    consolidation_wait: Annotated[
+        str,
+        typer.Option(
+            "--consolidation-wait", help="How long an emptied node may wait for the autoscaler to go."
+        ),
+    ] = "30m",
     groups: Annotated[
         Path | None,
         typer.Option("--groups", help="Node groups' min/max/price when the autoscaler status is absent."),
@@ -125,6 +151,11 @@ def run_cmd(
         timeout=_seconds("--timeout", timeout),
         cooldown=_seconds("--cooldown", cooldown),
         max_moves_in_flight=max_moves,
+        consolidation=consolidate,
+        consolidation_min_saving=consolidation_min_saving,
+        consolidation_max_moves=consolidation_max_moves,
+        consolidation_window=_seconds("--consolidation-window", consolidation_window),
+        consolidation_wait=_seconds("--consolidation-wait", consolidation_wait),
     )
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))

@@ -13,7 +13,7 @@ from makeroom.controller.consolidator import Consolidations
 from makeroom.controller.port import Clock, Cluster
 from makeroom.controller.records import SURGE
 from makeroom.controller.relocator import Relocations
-from makeroom.controller.steps import Steps, TickReport, node_anchor
+from makeroom.controller.steps import NODE_ANCHOR, Steps, TickReport, node_anchor
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
 
@@ -67,7 +67,8 @@ class Controller:
         s.guarded("orphans", s.collect_orphans, state, live, marked)
         s.guarded("orphan-taints", self.consolidations.collect_orphans, state)
         for key, when in list(self._expected.items()):
-            if key in live or now - when > EXPECTATION_TIMEOUT:
+            gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
+            if key in live or gone or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
         if relocating or self._expected:
             return s.report

@@ -10,6 +10,7 @@ from makeroom.model.resources import PODS, Resources
 
 GROUP_LABEL = "makeroom.io/group"
 DO_NOT_MOVE = "makeroom.io/do-not-move"
+MAKE_ROOM = "makeroom.io/make-room"  # on a pending pod: "false" and makeroom moves nothing for it
 MOVED_AT = "makeroom.io/moved-at"  # seconds (a decimal string) when makeroom last moved the pod
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import Node, NodeGroup, Pod, PodSpec, PreemptionPolicy, Taint
+from makeroom.model import Node, NodeGroup, Pod, PodSpec, Taint
 from makeroom.model.fit import label_fit, static_fit
+from makeroom.model.objects import MAKE_ROOM
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.state import ClusterState, Mask
 from makeroom.planner.rules import not_movable
@@ -316,7 +317,9 @@ class Planner:
             else:
                 self.unplaceable.append(Unplaceable(pod, known))
             return
-        if pod.spec.preemption_policy != PreemptionPolicy.NEVER:
+        # preemptionPolicy Never only stops the scheduler's preemption: makeroom's relocation gives
+        # every victim a destination, so it is exactly what such a pod is waiting for.
+        if wants_room(pod):
             best = self.best_relocation(pod, req, static, set(p_groups), outcome)
         if best is not None and (own is None or (best.cost, best.added) < (own.cost, own.added)):
             self.commit_relocation(pod, req, best, own)
@@ -336,8 +339,8 @@ class Planner:
         could_ever = static & np.all(self.state.alloc >= req, axis=1)
         if not p_groups and not could_ever.any():
             return UnplaceableReason.NO_COMPATIBLE_NODE
-        if pod.spec.preemption_policy == PreemptionPolicy.NEVER:
-            return UnplaceableReason.PREEMPTION_NEVER
+        if not wants_room(pod):
+            return UnplaceableReason.RELOCATION_OFF
         if outcome.move_limited:
             return UnplaceableReason.MOVE_LIMIT
         if outcome.destination_failed:
@@ -673,6 +676,11 @@ class Planner:
                 detail=f"{count} lower-priority pod(s) move off {node_name}, {landing}; {versus}",
             )
         )
+
+
+def wants_room(pod: Pod) -> bool:
+    """Whether makeroom may move pods for this pending pod (it may unless the pod opts out)."""
+    return pod.annotations.get(MAKE_ROOM, "true").strip().lower() not in ("false", "no", "0", "off")
 
 
 def option_key(option: Option) -> Key:

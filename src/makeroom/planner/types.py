@@ -43,10 +43,10 @@ class UnplaceableReason(_Described):
         no unclaimed room on another node they may use, and no group they may use can grow within
         its max (a new node of a group the pending pod could use is never taken).""",
     )
-    PREEMPTION_NEVER = (
-        "preemption-never",
-        """The pod's preemptionPolicy is Never, so makeroom moves nothing for it, and every group it
-        may use is at its max.""",
+    RELOCATION_OFF = (
+        "relocation-off",
+        """The pod opts out of relocation (makeroom.io/make-room: "false"), so makeroom moves nothing
+        for it, and every group it may use is at its max.""",
     )
     MOVE_LIMIT = (
         "move-limit",
