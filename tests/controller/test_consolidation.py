@@ -110,3 +110,12 @@ def test_a_fresh_controller_finishes_a_consolidation_after_a_crash_at_every_acti
         assert result.data["node_groups"]["gpu"]["nodes_at_end"] == 0, where
         assert result.data["workloads"]["iris-classifier"]["min_ready"] == 15, where
         assert leftovers(sim, scenario) == [], where
+
+
+def test_plan_shows_the_consolidation_the_controller_would_start() -> None:
+    data = cli_json("plan", seed(4))
+    found = data["consolidation"]
+    assert found["node"] == "gpu-0" and found["scale_ups"] == {"cpu": 1}
+    assert len(found["moves"]) == 5 and found["saving_per_hour"] > 0
+    assert cli_json("plan", seed(1), "--at", "70s")["consolidation"] is None  # a pod waits
+    assert "consolidation" not in cli_json("plan", seed(4), "--no-consolidate")

@@ -15,7 +15,9 @@ from makeroom.cli.common import console, guarded, print_json, usage_error
 from makeroom.errors import InputError, Problem
 from makeroom.model import QuantityError, parse_duration
 from makeroom.model.state import ClusterState
-from makeroom.planner import Plan, Policy, plan
+from makeroom.planner import PlacementReason, Plan, Policy, plan
+from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
+from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.scenario import parse_scenario, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
 
@@ -106,6 +108,13 @@ def plan_cmd(
         typer.Option("--kubeconfig", help="Plan on the live cluster (read only) instead of FILE."),
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="With --kubeconfig: the context.")] = None,
+    consolidate: Annotated[
+        bool,
+        typer.Option(
+            "--consolidate/--no-consolidate",
+            help="When no pod waits, also show the consolidation the controller would start.",
+        ),
+    ] = True,
 ) -> None:
     """Show what makeroom would move, and where, so that the pending pods can run; change nothing."""
 
@@ -123,12 +132,48 @@ def plan_cmd(
         else:
             state, now, origin = load_state(file, when, groups)
         result = timed_plan(state, Policy(now=now, exact=exact))
+        waiting = result.unplaceable or any(
+            p.reason is not PlacementReason.FITS_NOW for p in result.placements
+        )
+        found = None
+        if consolidate and not waiting:
+            found = planner_consolidate(state, ConsolidationPolicy(now=now))
         if json_out:
-            print_json(result.to_json())
+            data = result.to_json()
+            if consolidate:
+                data["consolidation"] = consolidation_json(found)
+            print_json(data)
         else:
             print_plan(result, origin)
+            if found is not None:
+                print_consolidation(found)
 
     guarded(go)
+
+
+def consolidation_json(found: Consolidation | None) -> dict[str, Any] | None:
+    """The optional ``consolidation`` key of the plan object (an extension of spec v1)."""
+    if found is None:
+        return None
+    return {
+        "node": found.node,
+        "group": found.group,
+        "moves": [s.to_json() for s in found.shifts],
+        "scale_ups": dict(found.scale_ups),
+        "saving_per_hour": round(found.saving_per_hour, 6),
+    }
+
+
+def print_consolidation(found: Consolidation) -> None:
+    console.print(f"  consolidate: {found.why()}", markup=False, highlight=False, soft_wrap=True)
+    for s in found.shifts:
+        to = s.to_node if s.to_node is not None else f"a new {s.to_new_node_group} node"
+        console.print(
+            f"    move {s.pod.name} ({s.workload}) {s.pod.node} -> {to}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def print_plan(result: Plan, origin: str) -> None:
@@ -166,4 +211,4 @@ def print_plan(result: Plan, origin: str) -> None:
             soft_wrap=True,
         )
     if not result.placements and not result.unplaceable:
-        out.print("  nothing is pending: nothing to do", markup=False, highlight=False, soft_wrap=True)
+        out.print("  nothing is pending", markup=False, highlight=False, soft_wrap=True)
