@@ -38,5 +38,10 @@ def usage_error(message: str) -> NoReturn:
     fail([f"makeroom: {message}"])
 
 
+def say(text: str) -> None:
+    """One plain line on the terminal: no markup, no highlighting, wrapped as the terminal wraps."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, guarded, print_json, usage_error
+from makeroom.cli.common import guarded, print_json, say, usage_error
 from makeroom.errors import InputError, Problem
 from makeroom.model import QuantityError, parse_duration
 from makeroom.model.state import ClusterState
@@ -165,50 +165,26 @@ def consolidation_json(found: Consolidation | None) -> dict[str, Any] | None:
 
 
 def print_consolidation(found: Consolidation) -> None:
-    console.print(f"  consolidate: {found.why()}", markup=False, highlight=False, soft_wrap=True)
+    say(f"  consolidate: {found.why()}")
     for s in found.shifts:
         to = s.to_node if s.to_node is not None else f"a new {s.to_new_node_group} node"
-        console.print(
-            f"    move {s.pod.name} ({s.workload}) {s.pod.node} -> {to}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"    move {s.pod.name} ({s.workload}) {s.pod.node} -> {to}")
 
 
 def print_plan(result: Plan, origin: str) -> None:
-    out = console
     s = result.stats
     new_nodes = ", ".join(f"{g} +{n}" for g, n in result.scale_ups.items()) or "none"
-    out.print(
+    say(
         f"{origin}: {s.pending} pending pod(s), {s.moves} move(s), new nodes: {new_nodes} "
-        f"({s.plan_ms:.1f} ms{', exact' if s.exact else ''})",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+        f"({s.plan_ms:.1f} ms{', exact' if s.exact else ''})"
     )
     for p in result.placements:
         where = p.node if p.node is not None else f"a new {p.new_node_group} node"
-        out.print(
-            f"  place {p.pod.name} on {where}: {p.reason.value}: {p.detail}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"  place {p.pod.name} on {where}: {p.reason.value}: {p.detail}")
         for m in result.moves_for(p.pod):
             to = m.to_node if m.to_node is not None else f"new {m.to_new_node_group} node #{m.new_node_index}"
-            out.print(
-                f"    move {m.pod.name} ({m.workload}) {m.from_node} -> {to}: {m.reason}",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+            say(f"    move {m.pod.name} ({m.workload}) {m.from_node} -> {to}: {m.reason}")
     for u in result.unplaceable:
-        out.print(
-            f"  cannot place {u.pod.name}: {u.reason.value}: {u.reason.why}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"  cannot place {u.pod.name}: {u.reason.value}: {u.reason.why}")
     if not result.placements and not result.unplaceable:
-        out.print("  nothing is pending", markup=False, highlight=False, soft_wrap=True)
+        say("  nothing is pending")
