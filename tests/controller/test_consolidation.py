@@ -119,3 +119,30 @@ def test_plan_shows_the_consolidation_the_controller_would_start() -> None:
     assert len(found["moves"]) == 5 and found["saving_per_hour"] > 0
     assert cli_json("plan", seed(1), "--at", "70s")["consolidation"] is None  # a pod waits
     assert "consolidation" not in cli_json("plan", seed(4), "--no-consolidate")
+
+
+@pytest.mark.parametrize(("cpu_max", "gpu_kept"), [(2, True), (3, False)])
+def test_an_emptied_node_goes_back_only_to_a_pod_that_needs_it(
+    tmp_path: Any, cpu_max: int, gpu_kept: bool
+) -> None:
+    # gpu-0 is empty by 5 min; then a CPU-only pod that fits no CPU node arrives. With the CPU group at
+    # its max nothing cheaper can take it, and the emptied node is given back; with room to grow, the
+    # autoscaler adds a CPU node for it and gpu-0 still goes.
+    raw = yaml.safe_load(seed(4).read_text())
+    raw["node_groups"][0]["max"] = cpu_max
+    raw["events"] = [
+        {"at": "5m", "deploy": {"name": "batch", "replicas": 1, "priority": 50, "requests": {"cpu": "3"}}}
+    ]
+    path = tmp_path / "late-pod.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    data = simulate(path, "migrate")
+    assert data["workloads"]["batch"]["ready_at_end"] == 1
+    assert (data["node_groups"]["gpu"]["nodes_at_end"] == 1) is gpu_kept
+    assert data["workloads"]["iris-classifier"]["ready_at_end"] == 15
+    first = next(e["node"] for e in data["events"] if e["kind"] == "pod_scheduled" and e["pod"] == "batch-0")
+    stopped = [e for e in data["events"] if e.get("reason") == "ConsolidationStopped"]
+    if gpu_kept:
+        assert first == "gpu-0" and stopped  # nothing cheaper could take it
+    else:
+        assert first.startswith("cpu-") and not stopped  # it never drifts onto the emptied GPU node
+        assert data["evictions"] == 5  # only the five GPU-hosted iris replicas ever moved

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
+import numpy as np
+
 from makeroom.controller.records import CONSOLIDATING_TAINT, CONSOLIDATION, Phase, Relocation, Victim
 from makeroom.controller.steps import Retry, Steps, node_anchor
-from makeroom.model import Node, OwnerKind, Pod, Taint, TaintEffect
+from makeroom.model import Node, OwnerKind, Pod, PodSpec, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.state import ClusterState
 from makeroom.planner.consolidate import ConsolidationPolicy, consolidate
@@ -89,7 +91,7 @@ class Consolidations:
         if record is None:
             self._give_up(state, node, None, "its record is unreadable", now)
             return
-        problem = self._changed(node, record, now, waiting)
+        problem = self._changed(state, node, record, now, waiting)
         if problem is not None:
             self._give_up(state, node, record, problem, now)
             return
@@ -115,7 +117,9 @@ class Consolidations:
         text = record.to_json()
         self.s.act(self.s.cluster.annotate_node, node.name, {CONSOLIDATION: text})
 
-    def _changed(self, node: Node, record: Relocation, now: float, waiting: list[Pod]) -> str | None:
+    def _changed(
+        self, state: ClusterState, node: Node, record: Relocation, now: float, waiting: list[Pod]
+    ) -> str | None:
         if now > record.deadline:
             return "the node did not empty and go in time" if record.phase == Phase.EMPTY else "timed out"
         if record.phase != Phase.EMPTY and waiting:
@@ -123,8 +127,8 @@ class Consolidations:
             # the consolidation's replacements are taking.
             return f"{len(waiting)} pod(s) wait to be scheduled"
         for pod in waiting:
-            if label_fit(pod.spec, node.labels, ()) is None:
-                return f"pending pod {pod.name} may need {node.name}"
+            if _needs(state, pod, node):
+                return f"pending pod {pod.name} needs {node.name}"
         return None
 
     def _give_up(
@@ -148,6 +152,35 @@ class Consolidations:
                 t.key == CONSOLIDATING_TAINT for t in node.taints
             ):
                 self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
+
+
+def _needs(state: ClusterState, pod: Pod, node: Node) -> bool:
+    """Whether a pending pod needs the emptied node: it may use it, and nothing cheaper can take it
+    (no room on a cheaper node, no cheaper group that may grow for it). A CPU replica that merely
+    tolerates a GPU node does not need it: giving the node back to it is the drift makeroom undoes."""
+    if label_fit(pod.spec, node.labels, ()) is not None:
+        return False
+    group = state.groups.get(node.group)
+    price = group.price_per_hour if group is not None else 0.0
+    fits = state.feasible(pod)
+    req = state.requests_of(pod.spec)
+    for other in state.nodes.values():
+        cheaper = state.groups.get(other.group)
+        if cheaper is None or cheaper.price_per_hour >= price:
+            continue
+        slot = state.slot_of[other.name]
+        if fits[slot]:
+            return False
+        upcoming = not other.ready and label_fit(pod.spec, other.labels, other.taints) is None
+        if upcoming and bool(np.all(state.alloc[slot] - state.used[slot] >= req)):
+            return False  # the autoscaler is already bringing up a node it fits
+    requests = PodSpec.effective(pod.spec.requests)
+    for g in state.groups.values():
+        if g.price_per_hour >= price or len(state.nodes_of(g.name)) >= g.max:
+            continue
+        if label_fit(pod.spec, g.node_labels(), g.taints) is None and requests.fits_in(g.capacity):
+            return False
+    return True
 
 
 def _skip(node: str) -> str:
