@@ -135,9 +135,7 @@ class Consolidations:
         self, state: ClusterState, node: Node, record: Relocation | None, why: str, now: float
     ) -> None:
         if record is not None:
-            self.s.clean_victims(state, record)
-            for workload in record.surge:
-                self.s.undo_surge(state, workload)
+            self.s.undo_moves(state, record)
         if any(t.key == CONSOLIDATING_TAINT for t in node.taints):
             self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
         self.s.act(self.s.cluster.annotate_node, node.name, {CONSOLIDATION: None})

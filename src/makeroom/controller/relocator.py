@@ -166,10 +166,9 @@ class Relocations:
 
     # --- ending --------------------------------------------------------------------------------
     def _release(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
-        self.s.clean_victims(state, record)
         for workload in record.surge:
             self.s.moved_workloads[workload] = record.started
-            self.s.undo_surge(state, workload)
+        self.s.undo_moves(state, record)
         if pod.nominated_node is not None:
             self.s.act(self.s.cluster.nominate, pod.key, None)
         self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})
@@ -181,9 +180,7 @@ class Relocations:
         self, state: ClusterState, pod: Pod, record: Relocation | None, why: str, now: float
     ) -> None:
         if record is not None:
-            self.s.clean_victims(state, record)
-            for workload in record.surge:
-                self.s.undo_surge(state, workload)
+            self.s.undo_moves(state, record)
         if pod.nominated_node is not None and pod.node is None:
             self.s.act(self.s.cluster.nominate, pod.key, None)
         self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})

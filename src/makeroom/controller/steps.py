@@ -172,6 +172,12 @@ class Steps:
                 self.moved_workloads[victim.workload] = now
 
     # --- undoing -------------------------------------------------------------------------------
+    def undo_moves(self, state: ClusterState, record: Relocation) -> None:
+        """Unmark the victims still there and shrink every surged workload back: the common end of
+        a release, a roll-back and a consolidation given up."""
+        self.clean_victims(state, record)
+        self.shrink(state, record)
+
     def clean_victims(self, state: ClusterState, record: Relocation) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)

@@ -228,6 +228,16 @@ class ClusterState:
     def free(self) -> Vector:
         return self.alloc - self.used
 
+    def free_after_nominations(self) -> Vector:
+        """Free room on every node after what every nominated pod holds there (the autoscaler's
+        view, and consolidation's: room promised to a pending pod is not free)."""
+        free = self.free()
+        for node, held in self.nominated.items():
+            slot = self.slot_of[node]
+            for pod in held.values():
+                free[slot] -= self.requests_of(pod.spec)
+        return free
+
     def nominated_load(self, pod: Pod, free: Vector) -> Vector:
         """Free room after holding what pods nominated with equal or higher priority need."""
         out = free

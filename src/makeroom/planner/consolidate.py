@@ -96,10 +96,7 @@ def _context(state: ClusterState) -> _Cluster:
         if node.group not in in_group:
             in_group[node.group] = np.zeros(len(state.alive), dtype=np.bool_)
         in_group[node.group][state.slot_of[name]] = True
-    free = state.free()
-    for held_on, held in state.nominated.items():
-        for other in held.values():
-            free[state.slot_of[held_on]] -= state.requests_of(other.spec)
+    free = state.free_after_nominations()
     cheaper: dict[str, list[NodeGroup]] = {}
     allowed: dict[str, Mask] = {}
     for g in state.groups.values():

@@ -84,16 +84,6 @@ class Autoscaler:
             out.append(pod)
         return out
 
-    def _snapshot_free(self) -> Vector:
-        """Free room on every node after what nominated pods hold there."""
-        state = self.world.state
-        free = state.free()
-        for node, held in state.nominated.items():
-            slot = state.slot_of[node]
-            for pod in held.values():
-                free[slot] -= state.requests_of(pod.spec)
-        return free
-
     def _template_mask(self, spec: PodSpec) -> Mask:
         """Nodes that take pods of this spec by labels and taints, upcoming ones counted as Ready
         (as the autoscaler's snapshot does), nodes being drained not at all."""
@@ -111,8 +101,8 @@ class Autoscaler:
         pods = sorted(self.pods_to_help(), key=lambda p: (-p.priority, p.created_at, p.seq))
         if not pods:
             return
-        free = self._snapshot_free()
         state = world.state
+        free = state.free_after_nominations()
         remaining: list[Pod] = []
         for same in _by_spec(pods):
             spec = same[0].spec
