@@ -57,8 +57,8 @@ def _timed_run(sim: Simulation, progress: Callable[[float], None] | None = None)
         "wall_s": round(wall, 4),
         "events": result.events_processed,
         "events_per_s": round(result.events_processed / wall) if wall > 0 else None,
-        "simulated_s": result.data["duration_s"],
-        "pods_at_end": len(result.data["pods"]),
+        "simulated_s": result.duration_s,
+        "pods_at_end": len(result.pods),
     }
 
 

@@ -77,21 +77,21 @@ def simulate_cmd(
 
             render_run(result, report)
         if json_out:
-            print_json(result.data)
+            print_json(result.to_json())
             return
-        _print_run(result.data)
+        _print_run(result)
         if report is not None:
             console.print(f"picture: {report}")
 
     guarded(go)
 
 
-def _print_run(data: dict[str, Any]) -> None:
-    for table in run_tables(data):
+def _print_run(result: Result) -> None:
+    for table in run_tables(result):
         console.print(table)
-    if data["pending_at_end"]:
-        console.print(f"[yellow]pending at end:[/] {', '.join(data['pending_at_end'])}")
-    lines = timeline(data)
+    if result.pending_at_end:
+        console.print(f"[yellow]pending at end:[/] {', '.join(result.pending_at_end)}")
+    lines = timeline(result)
     if lines:
         console.print("[bold]timeline[/]")
         for line in lines:
@@ -126,7 +126,7 @@ def compare_cmd(
         if json_out:
             print_json(_comparison_json(scenario, results))
             return
-        console.print(comparison_table([r.data for r in results]))
+        console.print(comparison_table(results))
         if report is not None:
             console.print(f"picture: {report}")
 
@@ -136,8 +136,8 @@ def compare_cmd(
 def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any]:
     return {
         "scenario": scenario.name,
-        "strategies": [r.data["strategy"] for r in results],
-        "results": {r.data["strategy"]: r.data for r in results},
+        "strategies": [str(r.strategy) for r in results],
+        "results": {str(r.strategy): r.to_json() for r in results},
     }
 
 
@@ -169,7 +169,7 @@ def demo_cmd(
             print_json([_comparison_json(s, rs) for s, rs in comparisons])
             return
         for _, results in comparisons:
-            console.print(comparison_table([r.data for r in results]))
+            console.print(comparison_table(results))
             console.print()
         if target is not None:
             console.print(f"pictures: {target.resolve()}")

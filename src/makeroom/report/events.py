@@ -6,6 +6,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from makeroom.sim.recorder import TimelineEvent
+
 # Lanes of the events panel, top to bottom.
 LANES: tuple[str, ...] = ("scenario", "nodes", "disruption", "relocation", "other")
 
@@ -95,9 +97,7 @@ def _owner(name: Any, owners: Collection[str]) -> str | None:
     return None
 
 
-def color_key(
-    event: Mapping[str, Any], workloads: Collection[str], groups: Collection[str] = ()
-) -> str | None:
+def color_key(event: TimelineEvent, workloads: Collection[str], groups: Collection[str] = ()) -> str | None:
     """The group or workload whose colour an event takes: named in the event, or the owner of its pod or
     node (the workload before the node: a preempted pod is coloured as its workload)."""
     group = event.get("group")
@@ -109,8 +109,8 @@ def color_key(
     return _owner(event.get("pod"), workloads) or _owner(event.get("node"), groups)
 
 
-def _weight(event: Mapping[str, Any]) -> int:
-    if event.get("kind") == "scale_up":
+def _weight(event: TimelineEvent) -> int:
+    if event.kind == "scale_up":
         nodes = event.get("nodes")
         if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
             return nodes
@@ -118,7 +118,7 @@ def _weight(event: Mapping[str, Any]) -> int:
 
 
 def aggregate(
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[TimelineEvent],
     duration_s: float,
     workloads: Collection[str],
     groups: Collection[str] = (),
@@ -128,9 +128,8 @@ def aggregate(
     width = duration_s / bins if duration_s > 0 else 1.0
     found: dict[tuple[str, str | None, int], list[float]] = {}
     for event in events:
-        kind = event.get("kind")
-        t = event.get("t")
-        if not isinstance(kind, str) or not isinstance(t, int | float) or style_of(kind) is None:
+        kind, t = event.kind, event.t
+        if style_of(kind) is None:
             continue
         key = color_key(event, workloads, groups)
         slot = found.setdefault((kind, key, int(t // width)), [float(t), 0.0])

@@ -537,35 +537,30 @@ def _duration(seconds: float) -> str:
 
 
 def _run_summary(run: RunView) -> str:
-    data = run.data
-    groups: dict[str, Any] = data.get("node_groups", {})
-    added = sum(int(g.get("nodes_added", 0)) for g in groups.values())
-    removed = sum(int(g.get("nodes_removed", 0)) for g in groups.values())
-    parts = [f"{data.get('evictions', 0)} evicted", f"nodes +{added}/{MINUS}{removed}"]
-    cost = data.get("cost")
-    if isinstance(cost, int | float):
-        parts.append(f"${cost:.3f}")
+    result = run.result
+    added = sum(g.nodes_added for g in result.node_groups.values())
+    removed = sum(g.nodes_removed for g in result.node_groups.values())
+    parts = [f"{result.evictions} evicted", f"nodes +{added}/{MINUS}{removed}", f"${result.cost:.3f}"]
     return " · ".join(parts)
 
 
 def _workload_summary(run: RunView, w: str) -> str:
-    wd: dict[str, Any] = run.data.get("workloads", {}).get(w, {})
-    if not wd:
+    wd = run.result.workloads.get(w)
+    if wd is None:
         return ""
     parts: list[str] = []
-    ttr = wd.get("time_to_ready_s")
-    desired = int(wd.get("desired", 0))
+    ttr = wd.time_to_ready_s
+    desired = wd.desired
     if ttr is None:
         parts.append("never all Ready")
     elif ttr > 0:
-        parts.append(f"all Ready after {_duration(float(ttr))}")
-    low = wd.get("min_ready")
-    if isinstance(low, int) and low < desired:
+        parts.append(f"all Ready after {_duration(ttr)}")
+    low = wd.min_ready
+    if low is not None and low < desired:
         parts.append(f"dipped to {low}/{desired}")
-    short = float(wd.get("unavailable_replica_seconds", 0.0))
+    short = wd.unavailable_replica_seconds
     if short > 0:
         parts.append(f"{short:,.0f} replica·s short")
-    evicted = int(wd.get("evicted", 0))
-    if evicted:
-        parts.append(f"{evicted} evicted")
+    if wd.evicted:
+        parts.append(f"{wd.evicted} evicted")
     return " · ".join(parts) if parts else ("all Ready throughout" if desired else "")

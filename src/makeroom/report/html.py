@@ -57,23 +57,21 @@ def money(x: Any) -> str:
 
 def summary_tables(result: Result) -> str:
     """The summary of one run: per workload, per node group, and the totals."""
-    data = result.data
-    strategy = escape(str(data.get("strategy", "")))
+    strategy = escape(str(result.strategy))
     out = [f'<div class="run"><h3>{strategy}</h3>']
     out.append(
         '<table class="workloads"><caption>Workloads</caption><thead><tr><th>workload</th>'
         "<th>priority</th><th>desired</th><th>Ready at end</th><th>time to Ready (s)</th>"
         "<th>min Ready</th><th>unavailable replica·s</th><th>evicted</th></tr></thead><tbody>"
     )
-    workloads: dict[str, Any] = data.get("workloads", {})
     # Highest priority first, as in the figure.
-    for name, w in sorted(workloads.items(), key=lambda kv: -int(kv[1].get("priority", 0))):
-        ttr = w.get("time_to_ready_s")
+    for name, w in sorted(result.workloads.items(), key=lambda kv: -kv[1].priority):
+        ttr = w.time_to_ready_s
         ttr_cell = '<td class="never">never</td>' if ttr is None else f"<td>{num(ttr)}</td>"
         out.append(
-            f"<tr><td>{escape(name)}</td><td>{num(w.get('priority'))}</td><td>{num(w.get('desired'))}</td>"
-            f"<td>{num(w.get('ready_at_end'))}</td>{ttr_cell}<td>{num(w.get('min_ready'))}</td>"
-            f"<td>{num(w.get('unavailable_replica_seconds'))}</td><td>{num(w.get('evicted'))}</td></tr>"
+            f"<tr><td>{escape(name)}</td><td>{num(w.priority)}</td><td>{num(w.desired)}</td>"
+            f"<td>{num(w.ready_at_end)}</td>{ttr_cell}<td>{num(w.min_ready)}</td>"
+            f"<td>{num(w.unavailable_replica_seconds)}</td><td>{num(w.evicted)}</td></tr>"
         )
     out.append("</tbody></table>")
     out.append(
@@ -81,22 +79,20 @@ def summary_tables(result: Result) -> str:
         "<th>nodes added</th><th>nodes removed</th><th>peak nodes</th><th>nodes at end</th>"
         "<th>node-hours</th><th>cost</th></tr></thead><tbody>"
     )
-    groups: dict[str, Any] = data.get("node_groups", {})
-    for name, g in groups.items():
+    for name, g in result.node_groups.items():
         out.append(
-            f"<tr><td>{escape(name)}</td><td>{num(g.get('nodes_added'))}</td>"
-            f"<td>{num(g.get('nodes_removed'))}</td><td>{num(g.get('peak_nodes'))}</td>"
-            f"<td>{num(g.get('nodes_at_end'))}</td><td>{num(g.get('node_hours'))}</td>"
-            f"<td>{money(g.get('cost'))}</td></tr>"
+            f"<tr><td>{escape(name)}</td><td>{num(g.nodes_added)}</td>"
+            f"<td>{num(g.nodes_removed)}</td><td>{num(g.peak_nodes)}</td>"
+            f"<td>{num(g.nodes_at_end)}</td><td>{num(g.node_hours)}</td>"
+            f"<td>{money(g.cost)}</td></tr>"
         )
     out.append("</tbody></table>")
-    pending = data.get("pending_at_end", [])
     out.append(
         '<table class="totals"><caption>Run</caption><tbody>'
-        f"<tr><td>evictions</td><td>{num(data.get('evictions'))}</td></tr>"
-        f"<tr><td>cost</td><td>{money(data.get('cost'))}</td></tr>"
-        f"<tr><td>pods pending at end</td><td>{num(len(pending))}</td></tr>"
-        f"<tr><td>simulated</td><td>{num(data.get('duration_s'))} s</td></tr>"
+        f"<tr><td>evictions</td><td>{num(result.evictions)}</td></tr>"
+        f"<tr><td>cost</td><td>{money(result.cost)}</td></tr>"
+        f"<tr><td>pods pending at end</td><td>{num(len(result.pending_at_end))}</td></tr>"
+        f"<tr><td>simulated</td><td>{num(result.duration_s)} s</td></tr>"
         "</tbody></table></div>"
     )
     return "".join(out)

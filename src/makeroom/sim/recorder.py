@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,23 @@ class GroupTrack:
         self.last_t = t
 
 
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """One entry of the result's ``events``: when, what kind, and the kind's own fields (pod, node,
+    group, workload, reason, ...), in the order they were recorded."""
+
+    t: float
+    kind: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        """A field of the event, or None."""
+        return self.fields.get(key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "kind": self.kind, **self.fields}
+
+
 @dataclass(slots=True)
 class Sample:
     t: float
@@ -63,7 +81,7 @@ class Recorder:
 
     workloads: dict[str, WorkloadTrack] = field(default_factory=dict)
     groups: dict[str, GroupTrack] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[TimelineEvent] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     evictions: int = 0
     keep_events: bool = True
@@ -72,7 +90,7 @@ class Recorder:
 
     def event(self, t: float, kind: str, **fields: Any) -> None:
         if self.keep_events:
-            self.events.append({"t": round(t, 3), "kind": kind, **fields})
+            self.events.append(TimelineEvent(round(t, 3), kind, fields))
 
     def advance(self, t: float) -> None:
         for w in self.workloads.values():
