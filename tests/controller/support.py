@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from makeroom.cli.wiring import build
-from makeroom.controller import Controller, ControllerConfig
+from makeroom.controller import Controller, ControllerConfig, ObjectKind, Reason, Strategy
 from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Taint, Toleration
 from makeroom.model.state import ClusterState
 from makeroom.scenario import Scenario
 from makeroom.sim import Options, Result, Simulation
 from makeroom.sim.clock import Phase
 from makeroom.sim.port import SimCluster
+from makeroom.sim.runs import build
 
 
 class Crash(Exception):  # noqa: N818 - it is the event, not an error of the code under test
@@ -78,11 +78,13 @@ class CrashingPort:
         self._step()
         self.inner.annotate_workload(workload, changes)
 
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.inner.emit_event(kind, name, reason, message)
 
 
-def run_with_crash(scenario: Scenario, strategy: str, crash_at: int | None) -> tuple[Simulation, Result, int]:
+def run_with_crash(
+    scenario: Scenario, strategy: Strategy, crash_at: int | None
+) -> tuple[Simulation, Result, int]:
     """Run with the controller killed before its ``crash_at``-th action and a fresh one started
     on the next reconciliation; returns the simulation, its result and the actions counted."""
     sim = Simulation(scenario, Options(strategy=strategy))
@@ -139,7 +141,7 @@ def leftovers(sim: Simulation, scenario: Scenario) -> list[str]:
     return found
 
 
-def default_run(scenario: Scenario, strategy: str) -> Result:
+def default_run(scenario: Scenario, strategy: Strategy) -> Result:
     return build(scenario, strategy).run()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from makeroom.controller.port import ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.kube.cache import Cache, Informer, Resource
 from makeroom.kube.client import Api, GoneError, KubeError, RateLimiter
 from makeroom.kube.cluster import RESERVED_FOR, KubeCluster, Nomination, NotLeaderError
@@ -428,7 +429,7 @@ def test_nothing_is_written_when_not_the_leader() -> None:
         lambda: kc.annotate_pod(f"{NS}/a", {"x": "1"}),
         lambda: kc.scale("apps/web", 2),
         lambda: kc.nominate(f"{NS}/p", "g1"),
-        lambda: kc.emit_event("Pod", f"{NS}/p", "Relocating", "m"),
+        lambda: kc.emit_event(ObjectKind.POD, f"{NS}/p", Reason.RELOCATING, "m"),
     ]
     for verb in verbs:
         with pytest.raises(NotLeaderError):
@@ -482,7 +483,7 @@ def test_namespaces_limit_what_is_made_room_for_and_moved() -> None:
 def test_event_names_the_object() -> None:
     server = seeded()
     kc = cluster(server, identity="me")
-    kc.emit_event("Pod", f"{NS}/a", "Moving", "moving to make room for p on n1")
+    kc.emit_event(ObjectKind.POD, f"{NS}/a", Reason.MOVING, "moving to make room for p on n1")
     (ev,) = [o for p, o in server.objects.items() if "/events/" in p]
     assert ev["involvedObject"] == {
         "kind": "Pod",
@@ -504,7 +505,7 @@ def test_dry_run_changes_nothing_and_records_the_actions(caplog: pytest.LogCaptu
     dry.annotate_pod(f"{NS}/p", {"x": "1"})
     dry.nominate(f"{NS}/p", "g1")
     dry.scale("apps/web", 3)
-    dry.emit_event("Pod", f"{NS}/p", "Relocating", "m")
+    dry.emit_event(ObjectKind.POD, f"{NS}/p", Reason.RELOCATING, "m")
     assert len(server.calls) == before
     assert [w.verb for w in dry.would] == ["evict", "annotate", "nominate", "scale", "event"]
     assert sum(r.getMessage() == "dry run: would act" for r in caplog.records) == 5
@@ -537,11 +538,12 @@ def test_health_and_metrics_endpoints() -> None:
         metrics.relocations.labels(outcome="started").inc()
         text = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
         for name in (
-            'makeroom_relocations_total{outcome="started"} 1.0',
-            "makeroom_moves_total",
-            "makeroom_plan_latency_seconds_bucket",
-            "makeroom_pending_pods_waiting",
-            "makeroom_relocations_in_flight",
+            'makeroom_relocation_outcomes_total{outcome="started"} 1.0',
+            "makeroom_controller_moves_total",
+            "makeroom_controller_reconcile_seconds_bucket",
+            'makeroom_controller_plan_seconds_bucket{kind="consolidation",le="0.005"}',
+            "makeroom_relocation_pending_pods",
+            "makeroom_relocation_in_flight",
         ):
             assert name in text
     finally:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from makeroom.controller import Strategy
 from makeroom.model.state import ClusterState
 from makeroom.planner import Policy, plan
 from makeroom.scenario import load_scenario
@@ -96,7 +97,7 @@ def test_nothing_pending_at_t0_of_seed_1() -> None:
 
 
 def _state(path: Path, at: float = 0.0) -> tuple[ClusterState, Simulation]:
-    sim = Simulation(load_scenario(path), Options(strategy="none", keep_events=False, keep_samples=False))
+    sim = Simulation(load_scenario(path), Options(Strategy.NONE, keep_events=False, keep_samples=False))
     sim.run(until=at)
     return sim.world.state, sim
 

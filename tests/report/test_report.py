@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import makeroom.examples
+from makeroom.controller import Strategy
 from makeroom.errors import InputError
 from makeroom.report import render_comparison, render_demo, render_run
 from makeroom.report.events import aggregate, row_order
@@ -27,7 +28,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run(seed: str, strategy: str) -> Result:
-    return Simulation(load_scenario(EXAMPLES / f"{seed}.yaml"), Options(strategy)).run()
+    return Simulation(load_scenario(EXAMPLES / f"{seed}.yaml"), Options(Strategy(strategy))).run()
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +354,7 @@ def _big_result(n: int) -> Result:
     events = tuple(TimelineEvent(float(i), "evicted", {"workload": "web"}) for i in range(0, n, 7))
     return Result(
         scenario="big",
-        strategy="evict",
+        strategy=Strategy.EVICT,
         seed=0,
         duration_s=float(n - 1),
         workloads={
@@ -431,7 +432,7 @@ def test_many_workloads_share_one_panel(tmp_path: Path) -> None:
     )
     result = Result(
         scenario="wide",
-        strategy="none",
+        strategy=Strategy.NONE,
         seed=0,
         duration_s=2.0,
         workloads={n: WorkloadResult(i, 2, 2, 0.0, 2, 0.0, 0) for i, n in enumerate(names)},

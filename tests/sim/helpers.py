@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from makeroom.controller import Strategy
 from makeroom.scenario import Scenario, parse_scenario
 from makeroom.sim import Options, Result, Simulation
 
@@ -28,7 +29,7 @@ def scenario(groups: list[dict[str, Any]], workloads: list[dict[str, Any]], **kw
 
 
 def run(s: Scenario, strategy: str = "none", until: float | None = None) -> tuple[Simulation, Result]:
-    sim = Simulation(s, Options(strategy=strategy))
+    sim = Simulation(s, Options(strategy=Strategy(strategy)))
     return sim, sim.run(until=until)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from makeroom.bench.generate import churn_scenario
+from makeroom.controller import Strategy
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.clock import EventLoop, Phase
@@ -66,7 +67,7 @@ def bench_seeds(paths: list[Path], repeat: int = 5) -> list[dict[str, Any]]:
     rows = []
     for path in paths:
         scenario = load_scenario(path)
-        for strategy in ("none", "preemption"):
+        for strategy in (Strategy.NONE, Strategy.PREEMPTION):
             runs = [_timed_run(Simulation(scenario, Options(strategy))) for _ in range(repeat)]
             best = min(runs, key=lambda r: r["wall_s"])
             median = statistics.median(r["wall_s"] for r in runs)
@@ -85,7 +86,7 @@ def bench_seeds(paths: list[Path], repeat: int = 5) -> list[dict[str, Any]]:
 def bench_churn(nodes: int, pods: int, hours: float, track: Tracker | None) -> dict[str, Any]:
     build_start = time.perf_counter()
     scenario = churn_scenario(nodes=nodes, pods=pods, hours=hours)
-    sim = Simulation(scenario, Options("none"))
+    sim = Simulation(scenario, Options(Strategy.NONE))
     build = time.perf_counter() - build_start
     progress = track(scenario.name, scenario.spec.duration) if track else None
     row = _timed_run(sim, progress)

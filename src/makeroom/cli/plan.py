@@ -12,6 +12,7 @@ import typer
 
 from makeroom.cli.app import app
 from makeroom.cli.common import guarded, print_json, say, usage_error
+from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
 from makeroom.model import QuantityError, parse_duration
 from makeroom.model.state import ClusterState
@@ -36,7 +37,7 @@ def state_of_scenario(data: Any, file: str, at: float) -> ClusterState:
     from makeroom.sim import Options, Simulation
 
     scenario = parse_scenario(data, file)
-    sim = Simulation(scenario, Options(strategy="none", keep_events=False, keep_samples=False))
+    sim = Simulation(scenario, Options(Strategy.NONE, keep_events=False, keep_samples=False))
     sim.run(until=at)
     return sim.world.state
 

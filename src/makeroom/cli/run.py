@@ -15,7 +15,8 @@ import yaml
 
 from makeroom.cli.app import app
 from makeroom.cli.common import console, fail, guarded, usage_error
-from makeroom.controller import STRATEGIES, ControllerConfig
+from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
+from makeroom.controller.config import duration_text, metadata_of
 from makeroom.model import QuantityError, parse_duration
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
@@ -60,6 +61,11 @@ def _seconds(name: str, value: str) -> float:
         usage_error(f"{name}: {exc}")
 
 
+# The flags' defaults are the controller's own (controller/config.py): one definition of each.
+DEFAULT = ControllerConfig()
+RELOCATING_NAMES = " or ".join(sorted(RELOCATING))
+
+
 def _groups(path: Path | None) -> GroupConfig | None:
     return parse_group_config(read_yaml(path), str(path)) if path is not None else None
 
@@ -70,17 +76,27 @@ def run_cmd(
     context: ContextOpt = None,
     impersonate: AsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Log what it would do; change nothing.")] = False,
-    strategy: Annotated[str, typer.Option("--strategy", help="evict or migrate.")] = "migrate",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help=f"{RELOCATING_NAMES}.")
+    ] = DEFAULT.strategy.value,
     namespace: Annotated[
         list[str] | None,
         typer.Option(
             "--namespace", "-n", help="Make room for, and move, only pods of these namespaces (repeat)."
         ),
     ] = None,
-    interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = "2s",
-    timeout: Annotated[str, typer.Option(help="A relocation not done by then is rolled back.")] = "15m",
-    cooldown: Annotated[str, typer.Option(help="A moved pod is not moved again within this time.")] = "10m",
-    max_moves: Annotated[int, typer.Option("--max-moves", help="Most pods moved at once.")] = 20,
+    interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = duration_text(
+        DEFAULT.interval
+    ),
+    timeout: Annotated[
+        str, typer.Option(help="A relocation not done by then is rolled back.")
+    ] = duration_text(DEFAULT.timeout),
+    cooldown: Annotated[
+        str, typer.Option(help="A moved pod is not moved again within this time.")
+    ] = duration_text(DEFAULT.cooldown),
+    max_moves: Annotated[
+        int, typer.Option("--max-moves", help="Most pods moved at once.")
+    ] = DEFAULT.max_moves_in_flight,
     consolidate: Annotated[
         bool,
         typer.Option(
@@ -88,25 +104,22 @@ def run_cmd(
             help="Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove "
             "the node for less than it costs (docs/controller.md).",
         ),
-    ] = True,
+    ] = DEFAULT.consolidation.enabled,
     consolidation_min_saving: Annotated[
-        float,
-        typer.Option(
-            "--consolidation-min-saving", min=0.0, max=1.0, help="Share of the node's price to save."
-        ),
-    ] = 0.2,
+        float, typer.Option("--consolidation-min-saving", help="Share of the node's price to save.")
+    ] = DEFAULT.consolidation.min_saving,
     consolidation_max_moves: Annotated[
-        int, typer.Option("--consolidation-max-moves", min=1, help="Pods moved per --consolidation-window.")
-    ] = 10,
+        int, typer.Option("--consolidation-max-moves", help="Pods moved per --consolidation-window.")
+    ] = DEFAULT.consolidation.max_moves,
     consolidation_window: Annotated[
         str, typer.Option("--consolidation-window", help="The window of the consolidation budget.")
-    ] = "10m",
+    ] = duration_text(DEFAULT.consolidation.window),
     consolidation_wait: Annotated[
         str,
         typer.Option(
             "--consolidation-wait", help="How long an emptied node may wait for the autoscaler to go."
         ),
-    ] = "30m",
+    ] = duration_text(DEFAULT.consolidation.wait),
     groups: Annotated[
         Path | None,
         typer.Option("--groups", help="Node groups' min/max/price when the autoscaler status is absent."),
@@ -141,22 +154,26 @@ def run_cmd(
     from makeroom.kube.logs import setup_json_logging
     from makeroom.kube.runner import Runner, RunOptions, default_identity
 
-    if strategy not in STRATEGIES:
-        usage_error(f"--strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if strategy not in RELOCATING:
+        usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
     if nomination not in ("auto", "status", "taint"):
         usage_error(f"--nomination: expected auto, status or taint, got {nomination!r}")
     config = ControllerConfig(
-        strategy=strategy,
+        strategy=Strategy(strategy),
         interval=_seconds("--interval", interval),
         timeout=_seconds("--timeout", timeout),
         cooldown=_seconds("--cooldown", cooldown),
         max_moves_in_flight=max_moves,
-        consolidation=consolidate,
-        consolidation_min_saving=consolidation_min_saving,
-        consolidation_max_moves=consolidation_max_moves,
-        consolidation_window=_seconds("--consolidation-window", consolidation_window),
-        consolidation_wait=_seconds("--consolidation-wait", consolidation_wait),
+        consolidation=ConsolidationConfig(
+            enabled=consolidate,
+            min_saving=consolidation_min_saving,
+            max_moves=consolidation_max_moves,
+            window=_seconds("--consolidation-window", consolidation_window),
+            wait=_seconds("--consolidation-wait", consolidation_wait),
+        ),
     )
+    for problem in config.problems():
+        usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))
     api, where = connect_or_exit(kubeconfig, context, impersonate, qps, burst)

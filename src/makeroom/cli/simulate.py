@@ -12,6 +12,7 @@ from makeroom.cli.common import console, guarded, print_json
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.tables import comparison_table, run_tables, timeline
 from makeroom.cli.wiring import bundled_scenarios, check_strategy, parse_strategies, simulate
+from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Result
@@ -42,7 +43,7 @@ def _check_report_path(path: Path | None) -> None:
 
 
 def _run_all(
-    scenario: Scenario, strategies: list[str], seed: int, consolidate: bool | None = None
+    scenario: Scenario, strategies: list[Strategy], seed: int, consolidate: bool | None = None
 ) -> list[Result]:
     results = []
     with sim_progress() as bar:
@@ -57,7 +58,7 @@ def simulate_cmd(
     file: FileArg,
     strategy: Annotated[
         str | None,
-        typer.Option(help="none | preemption | evict | migrate; overrides the file's controller.strategy."),
+        typer.Option(help=f"{' | '.join(Strategy)}; overrides the file's controller.strategy."),
     ] = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -68,8 +69,7 @@ def simulate_cmd(
 
     def go() -> None:
         scenario = load_scenario(file)
-        chosen = strategy or scenario.strategy
-        check_strategy(chosen, "--strategy" if strategy else f"{file}: controller.strategy")
+        chosen = check_strategy(strategy) if strategy else scenario.strategy
         _check_report_path(report)
         (result,) = _run_all(scenario, [chosen], seed, consolidate)
         if report is not None:
@@ -136,8 +136,8 @@ def compare_cmd(
 def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any]:
     return {
         "scenario": scenario.name,
-        "strategies": [str(r.strategy) for r in results],
-        "results": {str(r.strategy): r.to_json() for r in results},
+        "strategies": [r.strategy.value for r in results],
+        "results": {r.strategy.value: r.to_json() for r in results},
     }
 
 

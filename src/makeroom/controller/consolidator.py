@@ -9,12 +9,14 @@ until makeroom gives up and removes it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 
 import numpy as np
 
-from makeroom.controller.records import CONSOLIDATING_TAINT, CONSOLIDATION, Phase, Relocation, Victim
-from makeroom.controller.steps import Retry, Steps, node_anchor
+from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.records import CONSOLIDATING_TAINT, CONSOLIDATION, Consolidation, Phase, Victim
+from makeroom.controller.steps import Retry, RetryKey, Steps, node_anchor
 from makeroom.model import Node, OwnerKind, Pod, PodSpec, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.state import ClusterState
@@ -30,24 +32,25 @@ class Consolidations:
         self.s = steps
         self._moves: list[tuple[float, int]] = []  # (when, moves): the budget per window
 
-    def active(self, state: ClusterState) -> list[tuple[Node, Relocation | None]]:
+    def active(self, state: ClusterState) -> list[tuple[Node, Consolidation | None]]:
         out = []
         for node in state.nodes.values():
             text = node.annotations.get(CONSOLIDATION)
             if text is not None:
-                out.append((node, Relocation.from_json(text)))
+                out.append((node, Consolidation.from_json(text)))
         return out
 
     def budget_left(self, now: float) -> int:
-        window = self.s.config.consolidation_window
+        window = self.s.config.consolidation.window
         self._moves = [(t, n) for t, n in self._moves if now - t < window]
-        return self.s.config.consolidation_max_moves - sum(n for _, n in self._moves)
+        return self.s.config.consolidation.max_moves - sum(n for _, n in self._moves)
 
     def start(self, state: ClusterState, now: float) -> str | None:
         config = self.s.config
         budget = self.budget_left(now)
         if budget <= 0:
             return None
+        started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
         found = consolidate(
             state,
             ConsolidationPolicy(
@@ -55,10 +58,11 @@ class Consolidations:
                 cooldown=config.cooldown,
                 recently_moved=self.s.cooling(state, now),
                 max_moves=budget,
-                min_saving=config.consolidation_min_saving,
-                skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(_skip(n), now)),
+                min_saving=config.consolidation.min_saving,
+                skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(RetryKey.skipped_node(n), now)),
             ),
         )
+        self.s.report.consolidation_plan_seconds = time.perf_counter() - started_at
         if found is None:
             return None
         surge: dict[str, int] = defaultdict(int)
@@ -66,8 +70,7 @@ class Consolidations:
             if shift.workload is not None:
                 surge[shift.workload] += 1
         node = found.node
-        record = Relocation(
-            strategy="consolidate",
+        record = Consolidation(
             node=node,
             started=now,
             deadline=now + config.timeout,
@@ -78,13 +81,13 @@ class Consolidations:
         self.s.act(self.s.cluster.annotate_node, node, {CONSOLIDATION: record.to_json()})
         self._moves.append((now, len(found.shifts)))
         self.s.report.consolidating.append(node)
-        self.s.event("Node", node, "Consolidating", found.why())
+        self.s.event(ObjectKind.NODE, node, Reason.CONSOLIDATING, found.why())
         log.info("consolidation started", extra={"node": node, "saving_per_hour": found.saving_per_hour})
         self.advance(state, state.nodes[node], record, now, [])
         return node
 
     def advance(
-        self, state: ClusterState, node: Node, record: Relocation | None, now: float, waiting: list[Pod]
+        self, state: ClusterState, node: Node, record: Consolidation | None, now: float, waiting: list[Pod]
     ) -> None:
         anchor = node_anchor(node.name)
         label = f"the removal of {node.name}"
@@ -97,32 +100,38 @@ class Consolidations:
             return
         if all(t.key != CONSOLIDATING_TAINT for t in node.taints):
             self.s.act(self.s.cluster.taint_node, node.name, TAINT)
-        if record.phase == Phase.HOLDING:
+        if record.phase is Phase.HOLDING:
             if not self.s.surge(state, record, anchor, label):
                 return
             self._set_phase(node, record, Phase.DRAINING, now)
-        if record.phase == Phase.DRAINING:
+        if record.phase is Phase.DRAINING:
             self.s.shrink(state, record)
             if now - record.since >= 2 * self.s.config.interval:
                 self.s.evict_victims(state, record, anchor, label, now)
             if not _movable_left(state, node):
                 self.s.clean_victims(state, record)
                 self._set_phase(node, record, Phase.EMPTY, now)
-                self.s.event("Node", node.name, "Consolidated", f"{node.name} is empty for the autoscaler")
+                self.s.report.consolidated.append(node.name)
+                self.s.event(
+                    ObjectKind.NODE,
+                    node.name,
+                    Reason.CONSOLIDATED,
+                    f"{node.name} is empty for the autoscaler",
+                )
 
-    def _set_phase(self, node: Node, record: Relocation, phase: str, now: float) -> None:
+    def _set_phase(self, node: Node, record: Consolidation, phase: Phase, now: float) -> None:
         record.phase, record.since = phase, now
-        if phase == Phase.EMPTY:  # from now on the wait is the autoscaler's unneeded time
-            record.deadline = now + self.s.config.consolidation_wait
+        if phase is Phase.EMPTY:  # from now on the wait is the autoscaler's unneeded time
+            record.deadline = now + self.s.config.consolidation.wait
         text = record.to_json()
         self.s.act(self.s.cluster.annotate_node, node.name, {CONSOLIDATION: text})
 
     def _changed(
-        self, state: ClusterState, node: Node, record: Relocation, now: float, waiting: list[Pod]
+        self, state: ClusterState, node: Node, record: Consolidation, now: float, waiting: list[Pod]
     ) -> str | None:
         if now > record.deadline:
-            return "the node did not empty and go in time" if record.phase == Phase.EMPTY else "timed out"
-        if record.phase != Phase.EMPTY and waiting:
+            return "the node did not empty and go in time" if record.phase is Phase.EMPTY else "timed out"
+        if record.phase is not Phase.EMPTY and waiting:
             # Relocation comes first: a pod the scheduler cannot place may need this node or the room
             # the consolidation's replacements are taking.
             return f"{len(waiting)} pod(s) wait to be scheduled"
@@ -132,15 +141,16 @@ class Consolidations:
         return None
 
     def _give_up(
-        self, state: ClusterState, node: Node, record: Relocation | None, why: str, now: float
+        self, state: ClusterState, node: Node, record: Consolidation | None, why: str, now: float
     ) -> None:
         if record is not None:
             self.s.undo_moves(state, record)
         if any(t.key == CONSOLIDATING_TAINT for t in node.taints):
             self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
         self.s.act(self.s.cluster.annotate_node, node.name, {CONSOLIDATION: None})
-        self.s.retry[_skip(node.name)] = Retry(now + self.s.config.cooldown, 1)
-        self.s.event("Node", node.name, "ConsolidationStopped", f"stopped: {why}")
+        self.s.retry[RetryKey.skipped_node(node.name)] = Retry(now + self.s.config.cooldown, 1)
+        self.s.report.consolidation_stopped.append(node.name)
+        self.s.event(ObjectKind.NODE, node.name, Reason.CONSOLIDATION_STOPPED, f"stopped: {why}")
         log.info("consolidation stopped", extra={"node": node.name, "reason": why})
 
     def collect_orphans(self, state: ClusterState) -> None:
@@ -179,11 +189,6 @@ def _needs(state: ClusterState, pod: Pod, node: Node) -> bool:
         if label_fit(pod.spec, g.node_labels(), g.taints) is None and requests.fits_in(g.capacity):
             return False
     return True
-
-
-def _skip(node: str) -> str:
-    """The retry key under which a node given up on is left alone for a cooldown."""
-    return "consolidation-skip/" + node
 
 
 def _movable_left(state: ClusterState, node: Node) -> bool:

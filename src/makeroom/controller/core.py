@@ -13,9 +13,10 @@ from makeroom.controller.consolidator import Consolidations
 from makeroom.controller.port import Clock, Cluster
 from makeroom.controller.records import SURGE
 from makeroom.controller.relocator import Relocations
-from makeroom.controller.steps import NODE_ANCHOR, Steps, TickReport, node_anchor
+from makeroom.controller.steps import NODE_ANCHOR, RetryKey, Step, Steps, TickReport, node_anchor
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
+from makeroom.planner import Plan, plan
 
 EXPECTATION_TIMEOUT = 30.0
 REPLAN_AFTER_CHANGE = 10.0  # one autoscaler scan
@@ -40,7 +41,7 @@ class Controller:
         # Records written but perhaps not yet seen in a cached snapshot (a controller's expectations):
         # no new round is planned until they show, so a lagging cache never starts anything twice.
         self._expected: dict[str, float] = {}
-        self._attempts: dict[str, Attempt] = {}
+        self._attempts: dict[Step, Attempt] = {}
 
     @property
     def report(self) -> TickReport:
@@ -51,35 +52,36 @@ class Controller:
         s.report = TickReport()
         now = s.clock.now()
         state = s.cluster.snapshot()
-        surging = {w for w, wl in state.workloads.items() if SURGE in wl.annotations}
-        # A surge's own new pods wait for room by design; every other unschedulable pod is waiting.
-        waiting = [
-            p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging
-        ]
+        waiting = _waiting(state)
         relocating, marked = self.relocations.scan(state)
         for pod, record in relocating:
-            s.guarded(pod.key, self.relocations.advance, state, pod, record, now)
+            s.guarded(RetryKey.pod(pod.key), self.relocations.advance, state, pod, record, now)
         consolidating = self.consolidations.active(state)
-        for node, record in consolidating:
-            anchor = node_anchor(node.name)
-            s.guarded(anchor, self.consolidations.advance, state, node, record, now, waiting)
+        for node, consolidation in consolidating:
+            retry = RetryKey.consolidation(node.name)
+            s.guarded(retry, self.consolidations.advance, state, node, consolidation, now, waiting)
         live = {p.key for p, _ in relocating} | {node_anchor(n.name) for n, _ in consolidating}
-        s.guarded("orphans", s.collect_orphans, state, live, marked)
-        s.guarded("orphan-taints", self.consolidations.collect_orphans, state)
+        s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, live, marked)
+        s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state)
         for key, when in list(self._expected.items()):
             gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
             if key in live or gone or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
         if relocating or self._expected:
             return s.report
-        if waiting and self._worth_planning("plan", state, {p.key for p in waiting}, now):
-            s.guarded("plan", self._plan, state, waiting, now)
-        consolidate = self.config.consolidation and not waiting and not consolidating
-        if consolidate and self._worth_planning("consolidate", state, set(), now):
-            s.guarded("consolidate", self._consolidate, state, now)
+        if waiting and self._worth_planning(Step.PLAN, state, {p.key for p in waiting}, now):
+            s.guarded(RetryKey.step(Step.PLAN), self._plan, state, waiting, now)
+        consolidate = self.config.consolidation.enabled and not waiting and not consolidating
+        if consolidate and self._worth_planning(Step.CONSOLIDATE, state, set(), now):
+            s.guarded(RetryKey.step(Step.CONSOLIDATE), self._consolidate, state, now)
         return s.report
 
-    def _worth_planning(self, kind: str, state: ClusterState, waiting: set[str], now: float) -> bool:
+    def preview(self, state: ClusterState) -> Plan:
+        """The plan that a relocation round would carry out on ``state`` now, with exactly the policy
+        of the real run: what ``makeroom run --dry-run`` logs."""
+        return plan(state, self.relocations.policy(state, _waiting(state), self.steps.clock.now()))
+
+    def _worth_planning(self, kind: Step, state: ClusterState, waiting: set[str], now: float) -> bool:
         """Planning again on an unchanged cluster gives the same answer. Plan at once for a pod that
         newly waits; after a fruitless attempt, again once the cluster changed and a little time
         passed (or, for what time alone changes, cooldowns and backoffs, after a longer while)."""
@@ -94,10 +96,17 @@ class Controller:
         started = self.relocations.start(state, waiting, now)
         for key in started:
             self._expected[key] = now
-        self._attempts["plan"] = Attempt(now, state.generation, {p.key for p in waiting})
+        self._attempts[Step.PLAN] = Attempt(now, state.generation, {p.key for p in waiting})
 
     def _consolidate(self, state: ClusterState, now: float) -> None:
         node = self.consolidations.start(state, now)
         if node is not None:
             self._expected[node_anchor(node)] = now
-        self._attempts["consolidate"] = Attempt(now, state.generation, set())
+        self._attempts[Step.CONSOLIDATE] = Attempt(now, state.generation, set())
+
+
+def _waiting(state: ClusterState) -> list[Pod]:
+    """The pods to make room for: unschedulable, and not the new pods of a surge (those wait for room
+    by design)."""
+    surging = {w for w, wl in state.workloads.items() if SURGE in wl.annotations}
+    return [p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
 
@@ -71,6 +72,6 @@ class Cluster(Protocol):
 
     def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None: ...
 
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        """A Kubernetes Event on the object (kind Pod, Node or Deployment)."""
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        """A Kubernetes Event on the object (``name``: a pod's key, a node's name)."""
         ...

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import defaultdict
 
+from makeroom.controller.config import Strategy
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import RELOCATION, Phase, Relocation, Victim
-from makeroom.controller.steps import Steps
+from makeroom.controller.steps import RetryKey, Steps
 from makeroom.model import SCALE_UP_DELAY, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 from makeroom.planner import Move, Placement, PlacementReason, Policy, plan
@@ -42,20 +45,27 @@ class Relocations:
         return records, marked
 
     # --- starting ------------------------------------------------------------------------------
+    def policy(self, state: ClusterState, waiting: list[Pod], now: float) -> Policy:
+        """The planner's policy for this round: the one function that builds it, for the real run and
+        for the dry run's log of what it would do."""
+        config = self.s.config
+        skip = frozenset(
+            p.key for p in state.pending() if p not in waiting or self.s.waiting(RetryKey.pod(p.key), now)
+        )
+        return Policy(
+            now=now,
+            cooldown=config.cooldown,
+            max_moves_in_flight=config.max_moves_in_flight,
+            skip=skip,
+            recently_moved=self.s.cooling(state, now),
+        )
+
     def start(self, state: ClusterState, waiting: list[Pod], now: float) -> list[str]:
         """Plan for the pods the scheduler gave up on; start a relocation for each placement."""
-        config = self.s.config
-        skip = frozenset(p.key for p in state.pending() if p not in waiting or self.s.waiting(p.key, now))
-        the_plan = plan(
-            state,
-            Policy(
-                now=now,
-                cooldown=config.cooldown,
-                max_moves_in_flight=config.max_moves_in_flight,
-                skip=skip,
-                recently_moved=self.s.cooling(state, now),
-            ),
-        )
+        policy = self.policy(state, waiting, now)
+        started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
+        the_plan = plan(state, policy)
+        self.s.report.relocation_plan_seconds = time.perf_counter() - started_at
         moves: dict[str, list[Move]] = defaultdict(list)
         for move in the_plan.moves:
             moves[move.for_pod.key].append(move)
@@ -71,7 +81,7 @@ class Relocations:
         assert placement.node is not None
         config = self.s.config
         surge: dict[str, int] = defaultdict(int)
-        if config.strategy == "migrate":
+        if config.strategy is Strategy.MIGRATE:
             for move in moves:
                 w = state.workloads.get(move.workload) if move.workload is not None else None
                 if move.workload is not None and w is not None and w.replicas_owner is None:
@@ -89,9 +99,9 @@ class Relocations:
         self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: record.to_json()})
         self.s.report.started.append(pod.name)
         self.s.event(
-            "Pod",
+            ObjectKind.POD,
             pod.key,
-            "Relocating",
+            Reason.RELOCATING,
             f"making room on {placement.node} by moving {len(moves)} pod(s) with {record.strategy}: "
             + ", ".join(m.pod.name for m in moves),
         )
@@ -119,13 +129,13 @@ class Relocations:
             self._roll_back(state, pod, record, problem, now)
             return
         self._hold(pod, record)
-        if record.strategy == "migrate" and record.phase == Phase.HOLDING:
+        if record.strategy is Strategy.MIGRATE and record.phase is Phase.HOLDING:
             if not self.s.surge(state, record, pod.key, pod.name):
                 return
             record.phase, record.since = Phase.DRAINING, now
             text = record.to_json()
             self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: text})
-        if record.strategy == "migrate":
+        if record.strategy is Strategy.MIGRATE:
             self.s.shrink(state, record)
             if now - record.since < 2 * self.s.config.interval:
                 return  # the ReplicaSets remove the victims; evict only those they left behind
@@ -173,7 +183,12 @@ class Relocations:
             self.s.act(self.s.cluster.nominate, pod.key, None)
         self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})
         self.s.report.done.append(pod.name)
-        self.s.event("Pod", pod.key, "RoomMade", f"bound to {pod.node} after {now - record.started:.0f}s")
+        self.s.event(
+            ObjectKind.POD,
+            pod.key,
+            Reason.ROOM_MADE,
+            f"bound to {pod.node} after {now - record.started:.0f}s",
+        )
         log.info("relocation done", extra={"pod": pod.key, "node": pod.node, "seconds": now - record.started})
 
     def _roll_back(
@@ -184,7 +199,7 @@ class Relocations:
         if pod.nominated_node is not None and pod.node is None:
             self.s.act(self.s.cluster.nominate, pod.key, None)
         self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})
-        self.s.back_off(pod.key, now)
+        self.s.back_off(RetryKey.pod(pod.key), now)
         self.s.report.rolled_back.append(pod.name)
-        self.s.event("Pod", pod.key, "RelocationRolledBack", f"rolled back: {why}")
+        self.s.event(ObjectKind.POD, pod.key, Reason.ROLLED_BACK, f"rolled back: {why}")
         log.warning("relocation rolled back", extra={"pod": pod.key, "reason": why})

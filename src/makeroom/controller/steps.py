@@ -11,13 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-from makeroom.controller.config import ControllerConfig
+from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import (
     PRIOR_DELETION_COST,
     SURGE,
     VICTIM_DELETION_COST,
+    Moves,
     Relocation,
     Surge,
     Victim,
@@ -34,6 +37,46 @@ def node_anchor(node: str) -> str:
     return NODE_ANCHOR + node
 
 
+class Step(StrEnum):
+    """The loop's own steps, each retried on its own after a failed call."""
+
+    PLAN = "plan"  # plan for the waiting pods and start relocations
+    CONSOLIDATE = "consolidate"  # look for a node to empty and start its consolidation
+    ORPHANS = "orphans"  # undo the surges and marks that no record explains
+    ORPHAN_TAINTS = "orphan-taints"  # remove consolidation taints that no record explains
+
+
+class RetryKind(StrEnum):
+    """What a retry (a backoff) is kept for."""
+
+    STEP = "step"  # one of the loop's steps (Step)
+    POD = "pod"  # a pod: its relocation under way, its roll-back, or its refused eviction
+    CONSOLIDATION = "consolidation"  # the consolidation under way of a node
+    SKIPPED_NODE = "skipped-node"  # a node whose consolidation was given up: left alone a cooldown
+
+
+@dataclass(frozen=True, slots=True)
+class RetryKey:
+    kind: RetryKind
+    name: str
+
+    @classmethod
+    def step(cls, step: Step) -> RetryKey:
+        return cls(RetryKind.STEP, step.value)
+
+    @classmethod
+    def pod(cls, key: str) -> RetryKey:
+        return cls(RetryKind.POD, key)
+
+    @classmethod
+    def consolidation(cls, node: str) -> RetryKey:
+        return cls(RetryKind.CONSOLIDATION, node)
+
+    @classmethod
+    def skipped_node(cls, node: str) -> RetryKey:
+        return cls(RetryKind.SKIPPED_NODE, node)
+
+
 @dataclass(slots=True)
 class Retry:
     at: float
@@ -45,12 +88,27 @@ class TickReport:
     """What one reconciliation did, for logs, metrics and tests."""
 
     started: list[str] = field(default_factory=list)
+    """Pending pods for which a relocation started."""
     done: list[str] = field(default_factory=list)
+    """Pending pods bound after their relocation."""
     rolled_back: list[str] = field(default_factory=list)
+    """Pending pods whose relocation was rolled back."""
     consolidating: list[str] = field(default_factory=list)
+    """Nodes whose consolidation started."""
+    consolidated: list[str] = field(default_factory=list)
+    """Nodes emptied for the autoscaler to remove."""
+    consolidation_stopped: list[str] = field(default_factory=list)
+    """Nodes whose consolidation was given up."""
+    relocation_plan_seconds: float | None = None
+    """Wall-clock seconds the planner took for the waiting pods, if it ran."""
+    consolidation_plan_seconds: float | None = None
+    """Wall-clock seconds the search for a node to consolidate took, if it ran."""
+    moves: int = 0
+    """Pods marked to leave their node (victims): each move counted once, when it is decided."""
+    evictions: int = 0
+    """Victims evicted through the Eviction API."""
     actions: int = 0
     errors: int = 0
-    moves: int = 0
 
 
 class Steps:
@@ -58,7 +116,7 @@ class Steps:
         self.cluster = cluster
         self.clock = clock
         self.config = config
-        self.retry: dict[str, Retry] = {}
+        self.retry: dict[RetryKey, Retry] = {}
         self.moved_workloads: dict[str, float] = {}  # workload -> when makeroom last moved its pods
         self.report = TickReport()
 
@@ -68,24 +126,24 @@ class Steps:
         verb(*args)
         self.report.actions += 1
 
-    def event(self, kind: str, key: str, reason: str, message: str) -> None:
+    def event(self, kind: ObjectKind, key: str, reason: Reason, message: str) -> None:
         try:
             self.cluster.emit_event(kind, key, reason, message)
         except ClusterError as exc:  # an event is worth a log line, never a failed step
             log.warning("event not recorded", extra={"object": key, "error": str(exc)})
 
-    def back_off(self, key: str, now: float) -> float:
+    def back_off(self, key: RetryKey, now: float) -> float:
         retry = self.retry.get(key)
         attempts = retry.attempts + 1 if retry else 1
         wait = min(self.config.max_backoff, self.config.backoff * 2.0 ** (attempts - 1))
         self.retry[key] = Retry(now + wait, attempts)
         return float(wait)
 
-    def waiting(self, key: str, now: float) -> bool:
+    def waiting(self, key: RetryKey, now: float) -> bool:
         retry = self.retry.get(key)
         return retry is not None and retry.at > now
 
-    def guarded(self, what: str, step: Callable[..., object], *args: object) -> None:
+    def guarded(self, what: RetryKey, step: Callable[..., object], *args: object) -> None:
         """Run a step; a failed cluster call is logged and the step retried after a backoff."""
         if self.waiting(what, self.clock.now()):
             return
@@ -94,7 +152,9 @@ class Steps:
         except ClusterError as exc:
             self.report.errors += 1
             wait = self.back_off(what, self.clock.now())
-            log.warning("step failed; retrying", extra={"object": what, "error": str(exc), "wait_s": wait})
+            log.warning(
+                "step failed; retrying", extra={"object": what.name, "error": str(exc), "wait_s": wait}
+            )
         else:
             self.retry.pop(what, None)
 
@@ -111,9 +171,12 @@ class Steps:
             if DELETION_COST in p.annotations:
                 changes[PRIOR_DELETION_COST] = p.annotations[DELETION_COST]
         self.act(self.cluster.annotate_pod, victim.pod, changes)
-        self.event("Pod", victim.pod, "Moving", f"moving off {victim.node} to make room for {label}")
+        self.report.moves += 1
+        self.event(
+            ObjectKind.POD, victim.pod, Reason.MOVING, f"moving off {victim.node} to make room for {label}"
+        )
 
-    def surge(self, state: ClusterState, record: Relocation, anchor: str, label: str) -> bool:
+    def surge(self, state: ClusterState, record: Moves, anchor: str, label: str) -> bool:
         """Scale each victim's workload up by its victims, the victims given the lowest deletion
         cost; True once every replacement is Ready (make-before-break)."""
         victims = {v.pod for v in record.victims}
@@ -140,45 +203,45 @@ class Steps:
             ready = ready and others_ready >= surge.need_ready
         return ready
 
-    def shrink(self, state: ClusterState, record: Relocation) -> None:
+    def shrink(self, state: ClusterState, record: Moves) -> None:
         """Back to the replicas wanted; the ReplicaSet removes the victims first, for their deletion
         cost is the lowest."""
         for workload in record.surge:
             self.undo_surge(state, workload)
 
-    def evict_victims(
-        self, state: ClusterState, record: Relocation, anchor: str, label: str, now: float
-    ) -> None:
+    def evict_victims(self, state: ClusterState, record: Moves, anchor: str, label: str, now: float) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)
-            if p is None or p.terminating or p.node != victim.node or self.waiting(victim.pod, now):
+            retry = RetryKey.pod(victim.pod)
+            if p is None or p.terminating or p.node != victim.node or self.waiting(retry, now):
                 continue
-            if record.strategy == "evict":
+            if isinstance(record, Relocation) and record.strategy is Strategy.EVICT:
+                # migrate and consolidation marked their victims when they surged
                 self.mark_victim(state, victim, anchor, label, lowest_cost=False)
             try:
                 self.act(self.cluster.evict, victim.pod)
             except EvictionBlockedError:
-                wait = self.back_off(victim.pod, now)
+                wait = self.back_off(retry, now)
                 log.info(
                     "eviction refused by its budget; retrying", extra={"pod": victim.pod, "wait_s": wait}
                 )
                 continue
             except NotFoundError:
                 continue
-            self.retry.pop(victim.pod, None)
-            self.report.moves += 1
-            self.event("Pod", victim.pod, "Evicted", f"evicted to make room for {label}")
+            self.retry.pop(retry, None)
+            self.report.evictions += 1
+            self.event(ObjectKind.POD, victim.pod, Reason.EVICTED, f"evicted to make room for {label}")
             if victim.workload is not None:
                 self.moved_workloads[victim.workload] = now
 
     # --- undoing -------------------------------------------------------------------------------
-    def undo_moves(self, state: ClusterState, record: Relocation) -> None:
+    def undo_moves(self, state: ClusterState, record: Moves) -> None:
         """Unmark the victims still there and shrink every surged workload back: the common end of
         a release, a roll-back and a consolidation given up."""
         self.clean_victims(state, record)
         self.shrink(state, record)
 
-    def clean_victims(self, state: ClusterState, record: Relocation) -> None:
+    def clean_victims(self, state: ClusterState, record: Moves) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)
             if p is not None and not p.terminating:

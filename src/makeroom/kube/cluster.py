@@ -25,9 +25,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError, path_of
-from makeroom.model import DO_NOT_MOVE, VICTIM_OF, Taint, Toleration
+from makeroom.model import DO_NOT_MOVE, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 log = logging.getLogger("makeroom.kube")
@@ -343,19 +344,13 @@ class KubeCluster:
             path_of(ns, name, "deployments", "apps/v1"), {"metadata": {"annotations": dict(changes)}}
         )
 
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        self._guard("event", f"{kind}/{name}", {"reason": reason})
-        ns, obj_name = split_key(name) if kind != "Node" else ("default", name)
-        involved: dict[str, Any] = {"kind": kind, "name": obj_name}
-        api_version = {"Pod": "v1", "Node": "v1", "Deployment": "apps/v1"}.get(kind, "v1")
-        involved["apiVersion"] = api_version
-        if kind != "Node":
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        self._guard("event", f"{kind.value}/{name}", {"reason": reason.value})
+        ns, obj_name = split_key(name) if kind.namespaced else ("default", name)
+        involved: dict[str, Any] = {"kind": kind.value, "name": obj_name, "apiVersion": kind.api_version}
+        if kind.namespaced:
             involved["namespace"] = ns
-        cached = (
-            self.cache.get({"Pod": "Pod", "Node": "Node", "Deployment": "Deployment"}.get(kind, kind), name)
-            if kind in ("Pod", "Node", "Deployment")
-            else None
-        )
+        cached = self.cache.get(kind.value, name)
         if cached and cached["metadata"].get("uid"):
             involved["uid"] = cached["metadata"]["uid"]
         stamp = now_rfc3339()
@@ -364,9 +359,9 @@ class KubeCluster:
             "kind": "Event",
             "metadata": {"name": f"{obj_name}.{uuid.uuid4().hex[:16]}", "namespace": ns},
             "involvedObject": involved,
-            "reason": reason,
+            "reason": reason.value,
             "message": message,
-            "type": "Warning" if "RolledBack" in reason else "Normal",
+            "type": "Warning" if reason.warning else "Normal",
             "source": {"component": "makeroom"},
             "reportingComponent": "makeroom",
             "reportingInstance": self.identity,
@@ -375,11 +370,6 @@ class KubeCluster:
             "count": 1,
         }
         self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
-
-
-def is_move(changes: Mapping[str, str | None]) -> bool:
-    """An annotate_pod call that marks a victim: one move."""
-    return changes.get(VICTIM_OF) is not None
 
 
 __all__ = ["RESERVED_FOR", "KubeCluster", "Nomination", "NotFoundError", "NotLeaderError", "split_key"]

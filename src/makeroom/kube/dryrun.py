@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from makeroom.controller.port import Cluster
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
 
@@ -73,5 +74,5 @@ class DryRunCluster:
     def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
         self._note("annotate", workload, changes=dict(changes))
 
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        self._note("event", f"{kind}/{name}", reason=reason, message=message)
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        self._note("event", f"{kind.value}/{name}", reason=reason.value, message=message)

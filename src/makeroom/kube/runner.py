@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from makeroom.controller import Controller, ControllerConfig
-from makeroom.controller.records import RELOCATION
+from makeroom.controller.records import CONSOLIDATION, RELOCATION
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError
-from makeroom.kube.cluster import KubeCluster, Nomination, is_move
+from makeroom.kube.cluster import KubeCluster, Nomination
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.leader import LeaderElector
 from makeroom.kube.metrics import HealthServer, Metrics
-from makeroom.planner import Plan, Policy, plan
+from makeroom.model.state import ClusterState
+from makeroom.planner import Plan
 from makeroom.snapshot import GroupConfig
 
 log = logging.getLogger("makeroom.run")
@@ -90,8 +91,6 @@ class Runner:
 
     def _on_action(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
         self.metrics.actions.labels(verb=verb).inc()
-        if verb == "annotate" and is_move(detail.get("changes") or {}):
-            self.metrics.moves.inc()
         at = self.cache.unschedulable_at.pop(target, None)
         if at is not None:
             self.metrics.first_action.observe(time.monotonic() - at)
@@ -169,21 +168,19 @@ class Runner:
             except KubeError as exc:
                 log.warning("orphan reservations not released", extra={"error": str(exc)})
         if self.opts.dry_run:
-            self._report_plan(state)
+            self._report_plan(self.controller, state)
         try:
             report = self.controller.tick()
         except Exception:  # never crash the loop: the records in the cluster carry the state
             log.exception("reconciliation failed")
             self.metrics.errors.inc()
             return
-        self.metrics.plan_latency.observe(time.perf_counter() - started)
-        self.metrics.relocations.labels(outcome="started").inc(len(report.started))
-        self.metrics.relocations.labels(outcome="done").inc(len(report.done))
-        self.metrics.relocations.labels(outcome="rolled_back").inc(len(report.rolled_back))
-        self.metrics.errors.inc(report.errors)
+        self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
+        self.metrics.count(report)
         after = self.port.snapshot()
         self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
         self.metrics.in_flight.set(sum(1 for p in after.pods.values() if RELOCATION in p.annotations))
+        self.metrics.consolidating.set(sum(1 for n in after.nodes.values() if CONSOLIDATION in n.annotations))
         if report.started or report.done or report.rolled_back or report.errors:
             log.info(
                 "reconciled",
@@ -197,16 +194,9 @@ class Runner:
                 },
             )
 
-    def _report_plan(self, state: Any) -> None:
-        """Dry run: the plan the controller would carry out, logged whenever it changes."""
-        cfg = self.opts.config
-        skip = frozenset(p.key for p in state.pending() if p.unschedulable_since is None)
-        result = plan(
-            state,
-            Policy(
-                now=time.time(), cooldown=cfg.cooldown, max_moves_in_flight=cfg.max_moves_in_flight, skip=skip
-            ),
-        )
+    def _report_plan(self, controller: Controller, state: ClusterState) -> None:
+        """Dry run: the plan the controller would carry out (its own policy), logged when it changes."""
+        result = controller.preview(state)
         summary = plan_summary(result)
         if self.last_plan is None or plan_summary(self.last_plan) != summary:
             log.info("dry run: the plan makeroom would carry out", extra={"dry_run": True, "plan": summary})

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from makeroom.controller.config import Strategy
 from makeroom.errors import InputError, Problem, from_validation_error
 from makeroom.model import (
     DisruptionBudget,
@@ -69,7 +70,7 @@ class Scenario:
         return self.spec.name
 
     @property
-    def strategy(self) -> str:
+    def strategy(self) -> Strategy:
         return self.spec.controller.strategy
 
 

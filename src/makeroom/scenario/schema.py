@@ -8,13 +8,28 @@ a scenario (``replica: 3``) would otherwise silently change what is simulated.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from makeroom.controller.config import (
+    ConsolidationConfig,
+    ControllerConfig,
+    Strategy,
+    default_of,
+    range_of,
+)
 from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
 
-STRATEGIES = ("none", "preemption", "evict", "migrate")
 EXPANDERS = ("least-waste", "priority", "price", "random")
 
 
@@ -163,24 +178,61 @@ class EventSpec(Strict):
 EVENT_KINDS = ("scale", "deploy", "delete", "remove_node", "cordon", "uncordon")
 
 
-class ConsolidationSpec(Strict):
-    """Extension: the consolidation pass of the relocation controller (cortex issue 1965)."""
+def _knob(config: type, name: str) -> AfterValidator:
+    """The range of one of the controller's knobs, as ControllerConfig defines it."""
+    limits = range_of(config, name)
 
-    enabled: bool = True
-    min_saving: Annotated[float, Field(ge=0, le=1)] = 0.2
-    max_moves: Annotated[int, Field(ge=1, strict=True)] = 10
-    window: Annotated[Duration, Field(gt=0)] = 600.0
-    wait: Annotated[Duration, Field(gt=0)] = 1800.0
+    def check(value: float) -> float:
+        message = limits.problem(float(value)) if limits is not None else None
+        if message is not None:
+            raise ValueError(message)
+        return value
+
+    return AfterValidator(check)
+
+
+_C, _K = ConsolidationConfig, ControllerConfig
+
+
+class ConsolidationSpec(Strict):
+    """Extension: the consolidation pass of the relocation controller (cortex issue 1965). Defaults and
+    ranges are ConsolidationConfig's."""
+
+    enabled: bool = default_of(_C, "enabled")
+    min_saving: Annotated[float, _knob(_C, "min_saving")] = default_of(_C, "min_saving")
+    max_moves: Annotated[int, Field(strict=True), _knob(_C, "max_moves")] = default_of(_C, "max_moves")
+    window: Annotated[Duration, _knob(_C, "window")] = default_of(_C, "window")
+    wait: Annotated[Duration, _knob(_C, "wait")] = default_of(_C, "wait")
+
+    def config(self) -> ConsolidationConfig:
+        return ConsolidationConfig(self.enabled, self.min_saving, self.max_moves, self.window, self.wait)
 
 
 class ControllerSpec(Strict):
-    strategy: Literal["none", "preemption", "evict", "migrate"] = "none"
-    # Extensions: the relocation controller's knobs (evict and migrate only).
-    interval: Annotated[Duration, Field(gt=0)] = 2.0
-    timeout: Annotated[Duration, Field(gt=0)] = 900.0
-    cooldown: Duration = 600.0
-    max_moves_in_flight: Annotated[int, Field(ge=1, strict=True)] = 20
+    strategy: Strategy = Strategy.NONE  # spec v1: without a controller section, no controller runs
+    # Extensions: the relocation controller's knobs (evict and migrate only); defaults and ranges are
+    # ControllerConfig's.
+    interval: Annotated[Duration, _knob(_K, "interval")] = default_of(_K, "interval")
+    timeout: Annotated[Duration, _knob(_K, "timeout")] = default_of(_K, "timeout")
+    cooldown: Annotated[Duration, _knob(_K, "cooldown")] = default_of(_K, "cooldown")
+    max_moves_in_flight: Annotated[int, Field(strict=True), _knob(_K, "max_moves_in_flight")] = default_of(
+        _K, "max_moves_in_flight"
+    )
     consolidation: ConsolidationSpec = ConsolidationSpec()
+
+    def config(self, strategy: Strategy, consolidate: bool | None = None) -> ControllerConfig:
+        """The controller's config for a run with ``strategy``; ``consolidate`` overrides the file's."""
+        consolidation = self.consolidation.config()
+        if consolidate is not None:
+            consolidation = replace(consolidation, enabled=consolidate)
+        return ControllerConfig(
+            strategy=strategy,
+            interval=self.interval,
+            timeout=self.timeout,
+            cooldown=self.cooldown,
+            max_moves_in_flight=self.max_moves_in_flight,
+            consolidation=consolidation,
+        )
 
 
 class ScenarioSpec(Strict):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from makeroom.controller.config import Strategy
 from makeroom.sim.recorder import Sample, TimelineEvent
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class Result:
     """One run: the summary of spec v1, the series for pictures, and how much the loop did."""
 
     scenario: str
-    strategy: str
+    strategy: Strategy
     seed: int
     duration_s: float
     workloads: Mapping[str, WorkloadResult]
@@ -117,7 +118,7 @@ class Result:
         """The JSON object that ``makeroom simulate --json`` prints (spec v1; keys in this order)."""
         return {
             "scenario": self.scenario,
-            "strategy": str(self.strategy),
+            "strategy": self.strategy.value,
             "seed": self.seed,
             "duration_s": self.duration_s,
             "workloads": {name: w.to_json() for name, w in self.workloads.items()},
@@ -185,7 +186,7 @@ def summarize(sim: Simulation, horizon: float) -> Result:
         )
     return Result(
         scenario=sim.scenario.name,
-        strategy=sim.options.strategy,
+        strategy=Strategy(sim.options.strategy),
         seed=sim.options.seed,
         duration_s=_r(horizon),
         workloads=workloads,

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from makeroom.controller.config import Strategy
 from makeroom.scenario import Scenario
 from makeroom.scenario.load import to_workload
 from makeroom.scenario.schema import EventSpec
@@ -16,13 +17,12 @@ from makeroom.sim.results import Result, summarize
 from makeroom.sim.scheduler import Scheduler
 from makeroom.sim.world import World
 
-BUILTIN_STRATEGIES = ("none", "preemption")  # the others need a controller, wired by the caller
 SAMPLES_PER_RUN = 4000  # enough for a picture; a 20-minute seed keeps every change
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    strategy: str = "none"
+    strategy: Strategy = Strategy.NONE  # evict and migrate need the controller, wired by the caller
     seed: int = 0
     keep_events: bool = True
     keep_samples: bool = True
@@ -43,7 +43,7 @@ class Simulation:
         extra = {r for w in scenario.deployed.values() for r in w.spec.requests}
         self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder)
         spec = scenario.spec
-        preempts = options.strategy == "preemption"
+        preempts = options.strategy == Strategy.PREEMPTION
         self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
         self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
         self._set_up()
