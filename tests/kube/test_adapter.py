@@ -21,6 +21,7 @@ from makeroom.kube.cluster import RESERVED_FOR, KubeCluster, Nomination, NotLead
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.logs import JsonFormatter
 from makeroom.kube.metrics import HealthServer, Metrics
+from makeroom.kube.options import NominationMode
 from makeroom.kube.slim import Interner, is_unschedulable, slim_pod
 from makeroom.model import Taint, TaintEffect, Toleration
 from makeroom.snapshot import GroupConfig, GroupSpec, state_from_objects
@@ -440,7 +441,7 @@ def test_nothing_is_written_when_not_the_leader() -> None:
 def test_nomination_status_then_taint_fallback_when_the_cluster_clears_it() -> None:
     server = seeded()
     server.drop_status_fields.add("nominatedNodeName")  # a cluster that does not keep it
-    kc = cluster(server, nomination=Nomination("auto", clear_limit=2, settle=0.0))
+    kc = cluster(server, nomination=Nomination(NominationMode.AUTO, clear_limit=2, settle=0.0))
     kc.nominate(f"{NS}/p", "g1")
     assert "nominatedNodeName" not in server.objects[pod_path("p")]["status"]
     kc.nominate(f"{NS}/p", "g1")  # cleared twice: fall back to a reservation taint

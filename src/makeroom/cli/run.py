@@ -17,6 +17,8 @@ from makeroom.cli.app import app
 from makeroom.cli.common import console, fail, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import duration_text, metadata_of
+from makeroom.kube.client import ConnectOptions
+from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model import QuantityError, parse_duration
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
@@ -35,7 +37,11 @@ AsOpt = Annotated[
 
 
 def connect_or_exit(
-    kubeconfig: Path | None, context: str | None, impersonate: str | None, qps: float = 20.0, burst: int = 30
+    kubeconfig: Path | None,
+    context: str | None,
+    impersonate: str | None,
+    qps: float | None = None,
+    burst: int | None = None,
 ) -> Any:
     from makeroom.kube import ConnectError, ConnectOptions, connect
 
@@ -45,8 +51,8 @@ def connect_or_exit(
                 kubeconfig=str(kubeconfig) if kubeconfig else None,
                 context=context,
                 impersonate=impersonate,
-                qps=qps,
-                burst=burst,
+                qps=CONNECT.qps if qps is None else qps,
+                burst=CONNECT.burst if burst is None else burst,
             )
         )
     except ConnectError as exc:
@@ -61,8 +67,11 @@ def _seconds(name: str, value: str) -> float:
         usage_error(f"{name}: {exc}")
 
 
-# The flags' defaults are the controller's own (controller/config.py): one definition of each.
+# The flags' defaults are those of the options they set (controller/config.py, kube/options.py,
+# kube/client.py): one definition of each.
 DEFAULT = ControllerConfig()
+RUN = RunOptions(identity="")
+CONNECT = ConnectOptions()
 RELOCATING_NAMES = " or ".join(sorted(RELOCATING))
 
 
@@ -126,38 +135,40 @@ def run_cmd(
     ] = None,
     metrics_port: Annotated[
         int, typer.Option("--metrics-port", help="Port of /metrics, /healthz, /readyz (0: none).")
-    ] = 8080,
+    ] = RUN.metrics_port or 0,
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address to bind the metrics port to.")
-    ] = "0.0.0.0",
+    ] = RUN.metrics_host,
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect/--no-leader-elect", help="Act only while holding the Lease.")
-    ] = True,
+    ] = RUN.leader_elect,
     lease_namespace: Annotated[
         str, typer.Option("--lease-namespace", help="Namespace of the Lease.")
-    ] = "default",
-    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = "makeroom",
+    ] = RUN.lease_namespace,
+    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = RUN.lease_name,
     identity: Annotated[
         str | None, typer.Option("--identity", help="This replica's name in the Lease (default: host_pid).")
     ] = None,
     nomination: Annotated[
-        str, typer.Option("--nomination", help="auto, status or taint: how room is held.")
-    ] = "auto",
+        str, typer.Option("--nomination", help=f"{', '.join(NominationMode)}: how room is held.")
+    ] = RUN.nomination.value,
     autoscaler_namespace: Annotated[
         str, typer.Option("--autoscaler-namespace", help="Namespace of cluster-autoscaler-status.")
-    ] = "kube-system",
-    qps: Annotated[float, typer.Option("--qps", help="Client rate limit: requests per second.")] = 20.0,
-    burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = 30,
+    ] = RUN.autoscaler_namespace,
+    qps: Annotated[
+        float, typer.Option("--qps", help="Client rate limit: requests per second.")
+    ] = CONNECT.qps,
+    burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = CONNECT.burst,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging
-    from makeroom.kube.runner import Runner, RunOptions, default_identity
+    from makeroom.kube.runner import Runner
 
     if strategy not in RELOCATING:
         usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
-    if nomination not in ("auto", "status", "taint"):
-        usage_error(f"--nomination: expected auto, status or taint, got {nomination!r}")
+    if nomination not in set(NominationMode):
+        usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
     config = ControllerConfig(
         strategy=Strategy(strategy),
         interval=_seconds("--interval", interval),
@@ -188,7 +199,7 @@ def run_cmd(
         lease_namespace=lease_namespace,
         lease_name=lease_name,
         identity=identity or default_identity(),
-        nomination=nomination,
+        nomination=NominationMode(nomination),
         autoscaler_namespace=autoscaler_namespace,
     )
     stop = threading.Event()
@@ -219,7 +230,7 @@ def snapshot_cmd(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     impersonate: AsOpt = None,
-    autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = "kube-system",
+    autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = RUN.autoscaler_namespace,
 ) -> None:
     """Write the cluster's nodes, pods, PodDisruptionBudgets and Deployments (and the autoscaler's status
     ConfigMap if present) as a List that `makeroom plan FILE` reads."""

@@ -28,6 +28,7 @@ from makeroom.controller.port import ClusterError, ConflictError, EvictionBlocke
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError, path_of
+from makeroom.kube.options import NominationMode
 from makeroom.model import DO_NOT_MOVE, Taint, Toleration
 from makeroom.model.state import ClusterState
 
@@ -79,7 +80,7 @@ class Nomination:
     that the controller writes keeps the autoscaler off in both cases).
     """
 
-    mode: str = "auto"
+    mode: NominationMode = NominationMode.AUTO
     clear_limit: int = 2
     settle: float = 3.0
     """Seconds after writing a nomination before the cache's view of it counts (the watch lags)."""
@@ -88,7 +89,7 @@ class Nomination:
     fallback: set[str] = field(default_factory=set)  # pod keys held by a reservation taint
 
     def uses_taint(self, pod: str) -> bool:
-        return self.mode == "taint" or pod in self.fallback
+        return self.mode is NominationMode.TAINT or pod in self.fallback
 
 
 class KubeCluster:
@@ -172,7 +173,7 @@ class KubeCluster:
         self.nomination.cleared[pod] = n
         log.info("nomination cleared by the cluster", extra={"pod": pod, "node": node, "times": n})
         if (
-            self.nomination.mode == "auto"
+            self.nomination.mode is NominationMode.AUTO
             and n >= self.nomination.clear_limit
             and pod not in self.nomination.fallback
         ):

@@ -10,15 +10,12 @@ Lease up and exits: the records in the cluster carry the state to the next leade
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from makeroom.controller import Controller, ControllerConfig
+from makeroom.controller import Controller
 from makeroom.controller.records import CONSOLIDATION, RELOCATION
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
@@ -27,33 +24,13 @@ from makeroom.kube.cluster import KubeCluster, Nomination
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.leader import LeaderElector
 from makeroom.kube.metrics import HealthServer, Metrics
+from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan
-from makeroom.snapshot import GroupConfig
 
 log = logging.getLogger("makeroom.run")
 
-
-def default_identity() -> str:
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
-
-
-@dataclass
-class RunOptions:
-    config: ControllerConfig = field(default_factory=ControllerConfig)
-    dry_run: bool = False
-    namespaces: tuple[str, ...] = ()
-    groups: GroupConfig | None = None
-    metrics_port: int | None = 8080
-    metrics_host: str = "0.0.0.0"
-    leader_elect: bool = True
-    lease_namespace: str = "default"
-    lease_name: str = "makeroom"
-    identity: str = field(default_factory=default_identity)
-    nomination: str = "auto"
-    autoscaler_namespace: str = "kube-system"
-    resync: float = 600.0
-    sync_timeout: float = 300.0
+__all__ = ["RunOptions", "Runner", "default_identity", "plan_summary"]
 
 
 class Runner:
@@ -73,7 +50,7 @@ class Runner:
             self.cache,
             identity=opts.identity,
             namespaces=opts.namespaces,
-            nomination=Nomination(opts.nomination),
+            nomination=Nomination(NominationMode(opts.nomination)),
             may_act=self.may_act,
             on_action=self._on_action,
         )
