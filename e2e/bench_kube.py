@@ -201,12 +201,12 @@ def main() -> int:
             wait_log(mr, log_path, "watch cache synced", 900)
             trial["cache_sync_seconds"] = time.monotonic() - started
             deadline = time.monotonic() + 300
-            while float(metric(port, "makeroom_snapshot_build_seconds").split()[-1]) == 0.0:
+            while float(metric(port, "makeroom_cache_build_seconds").split()[-1]) == 0.0:
                 if time.monotonic() > deadline or mr.poll() is not None:
                     raise RuntimeError("no state built:\n" + log_path.read_text(errors="replace")[-3000:])
                 time.sleep(0.2)
             trial["snapshot_build_seconds"] = float(
-                metric(port, "makeroom_snapshot_build_seconds").split()[-1]
+                metric(port, "makeroom_cache_build_seconds").split()[-1]
             )
             trial["memory_after_sync_mib"] = proc_mib(mr.pid)
             name = f"llm-pending-{t}"
@@ -231,13 +231,13 @@ def main() -> int:
                     break
                 time.sleep(0.02)
             trial["unschedulable_to_first_action_seconds"] = seen
-            hist = metric(port, "makeroom_unschedulable_to_action_seconds")
+            hist = metric(port, "makeroom_relocation_first_action_seconds")
             s_ = re.search(r"_sum (\S+)", hist)
             trial["makeroom_own_measure_seconds"] = float(s_.group(1)) if s_ else None
             trial["plan_latency"] = (
-                metric(port, "makeroom_plan_latency_seconds_sum").split()[-1]
+                metric(port, "makeroom_controller_reconcile_seconds_sum").split()[-1]
                 + " s over "
-                + metric(port, "makeroom_plan_latency_seconds_count").split()[-1]
+                + metric(port, "makeroom_controller_reconcile_seconds_count").split()[-1]
                 + " reconciliations"
             )
             trial["memory_end_mib"] = proc_mib(mr.pid)
