@@ -205,9 +205,7 @@ def main() -> int:
                 if time.monotonic() > deadline or mr.poll() is not None:
                     raise RuntimeError("no state built:\n" + log_path.read_text(errors="replace")[-3000:])
                 time.sleep(0.2)
-            trial["snapshot_build_seconds"] = float(
-                metric(port, "makeroom_cache_build_seconds").split()[-1]
-            )
+            trial["snapshot_build_seconds"] = float(metric(port, "makeroom_cache_build_seconds").split()[-1])
             trial["memory_after_sync_mib"] = proc_mib(mr.pid)
             name = f"llm-pending-{t}"
             api.request("POST", "/api/v1/namespaces/default/pods", body=pending_gpu_pod(name))
