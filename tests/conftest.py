@@ -1,4 +1,4 @@
-"""Shared helpers: the CLI runner and the bundled seed scenarios."""
+"""Shared helpers: the CLI runner and the bundled seed scenarios (the builders are in tests/builders)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-import makeroom.cli.main
-import makeroom.examples
 from makeroom.cli.app import app
+from tests.builders.scenario import EXAMPLES
 
-EXAMPLES = Path(makeroom.examples.__file__).parent
 SEEDS = {int(p.name.split("-")[1]): p for p in EXAMPLES.glob("seed-*.yaml")}
 
 

@@ -9,8 +9,8 @@ from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.runner import Runner, RunOptions
 from makeroom.snapshot import GroupConfig, GroupSpec
+from tests.builders.kube import NS, node, pod, pod_path
 from tests.kube.fake import FakeApiServer
-from tests.kube.test_adapter import NS, node, pod, pod_path
 
 GROUPS = GroupConfig((GroupSpec("cpu", 1, 1), GroupSpec("gpu", 1, 1)))
 

@@ -14,7 +14,10 @@ from makeroom.planner import Policy, plan
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.preemption import find_preemption
-from tests.planner.helpers import SCENARIOS, example, run, run_json
+from tests.builders.scenario import example
+from tests.conftest import cli as run
+from tests.conftest import cli_json as run_json
+from tests.planner.helpers import SCENARIOS
 
 SPEC_KEYS = {"placements", "moves", "scale_ups", "unplaceable", "stats"}
 

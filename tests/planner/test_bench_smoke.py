@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.planner.helpers import run_json
+from tests.conftest import cli_json as run_json
 
 
 def test_bench_plan_quick_reports_every_figure() -> None:

@@ -22,7 +22,8 @@ from makeroom.model.fit import label_fit, static_fit
 from makeroom.model.objects import MOVED_AT
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan, Policy, not_movable, plan
-from tests.planner.helpers import CPU_NODE, GPU_NODE, GPU_TAINT, GPU_TOLERATION, Cluster
+from tests.builders.state import CPU_NODE, GPU_NODE, GPU_TAINT, GPU_TOLERATION
+from tests.builders.state import StateBuilder as Cluster
 
 SETTINGS = settings(
     max_examples=300,

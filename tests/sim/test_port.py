@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from makeroom.controller import ObjectKind, Reason
 from makeroom.sim.port import GENERIC_KIND, TIMELINE_KINDS, SimCluster
-from tests.sim.helpers import group, run, scenario, workload
+from tests.builders.scenario import group, run, scenario, workload
 
 
 def test_every_reason_has_a_timeline_kind() -> None:

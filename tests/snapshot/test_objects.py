@@ -23,7 +23,9 @@ from makeroom.snapshot import (
 )
 from makeroom.snapshot.export import autoscaler_status_object, objects_of_state
 from makeroom.snapshot.groups import bounds_for
-from tests.planner.helpers import example, run, run_json
+from tests.builders.scenario import example
+from tests.conftest import cli as run
+from tests.conftest import cli_json as run_json
 
 DATA = Path(__file__).parent / "data"
 DUMP = DATA / "small-dump.yaml"
