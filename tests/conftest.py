@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from makeroom.cli import commands  # noqa: F401  (registers every command on the app)
 from makeroom.cli.app import app
 from tests.builders.scenario import EXAMPLES
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -30,7 +31,14 @@ from makeroom.controller.config import (
 )
 from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
 
-EXPANDERS = ("least-waste", "priority", "price", "random")
+
+class Expander(StrEnum):
+    """How the simulated cluster-autoscaler picks the group to grow (as its ``--expander``)."""
+
+    LEAST_WASTE = "least-waste"  # the group whose new node wastes the least of its CPU and memory
+    PRIORITY = "priority"  # the first group in node_groups order
+    PRICE = "price"  # the cheapest group
+    RANDOM = "random"  # any group, from --seed
 
 
 def _quantity(value: object) -> int:
@@ -92,7 +100,7 @@ class NodeGroupSpec(Strict):
 class AutoscalerSpec(Strict):
     enabled: bool = True
     scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
-    expander: Literal["least-waste", "priority", "price", "random"] = "least-waste"
+    expander: Expander = Expander.LEAST_WASTE
     scale_down_unneeded_time: Duration = 600.0
     scale_down_utilization_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
     expendable_pods_priority_cutoff: int = -10
