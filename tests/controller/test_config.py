@@ -158,3 +158,18 @@ def test_a_scenario_knob_out_of_range_is_refused_with_its_key_path(
     result = cli("simulate", target)
     assert result.exit_code == 2
     assert f"{target}: {path}: expected" in result.stderr, result.stderr
+
+
+def test_the_scenario_docs_show_the_defaults() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text()
+    durations = {"interval", "timeout", "cooldown", "consolidation.window", "consolidation.wait"}
+    for path, default in knobs():
+        if path in ("strategy", "backoff", "max_backoff"):
+            continue  # not scenario keys
+        if path in durations:
+            text = duration_text(default)
+        elif isinstance(default, bool):
+            text = str(default).lower()
+        else:
+            text = str(default)
+        assert f"{path.rsplit('.', 1)[-1]}: {text}" in doc, path
