@@ -129,6 +129,8 @@ def test_a_strategy_given_as_text_becomes_the_enum() -> None:
         (["--interval", "0s"], "--interval"),
         (["--max-moves", "0"], "--max-moves"),
         (["--consolidation-min-saving", "1.5"], "--consolidation-min-saving"),
+        (["--consolidation-min-saving", "nan"], "--consolidation-min-saving"),
+        (["--max-moves", "-5"], "--max-moves"),
         (["--consolidation-max-moves", "0"], "--consolidation-max-moves"),
         (["--consolidation-window", "0s"], "--consolidation-window"),
     ],
@@ -146,6 +148,8 @@ def test_run_refuses_a_knob_out_of_range_naming_its_flag(args: list[str], flag: 
         ("max_moves_in_flight: 0", "controller.max_moves_in_flight"),
         ("consolidation: {min_saving: 2}", "controller.consolidation.min_saving"),
         ("consolidation: {window: 0s}", "controller.consolidation.window"),
+        ("cooldown: .inf", "controller.cooldown"),
+        ("consolidation: {min_saving: .nan}", "controller.consolidation.min_saving"),
     ],
 )
 def test_a_scenario_knob_out_of_range_is_refused_with_its_key_path(
