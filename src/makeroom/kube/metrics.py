@@ -140,7 +140,7 @@ class HealthServer:
         metrics: Metrics,
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
-        host: str = "0.0.0.0",
+        host: str,
     ) -> None:
         outer = self
 
