@@ -8,23 +8,34 @@ from typing import Annotated, Any
 import typer
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, guarded, print_json
+from makeroom.cli.common import (
+    ExitStatus,
+    JsonOpt,
+    Output,
+    OutputOpt,
+    console,
+    emit,
+    guarded,
+    output_format,
+    say,
+)
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.tables import comparison_table, run_tables, timeline
 from makeroom.cli.wiring import bundled_scenarios, check_strategy, parse_strategies, simulate
 from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
+from makeroom.report.verdict import Verdict, verdict
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Result
 
 FileArg = Annotated[Path, typer.Argument(help="A scenario file (spec v1).", show_default=False)]
 SeedOpt = Annotated[int, typer.Option(help="Seed for the random choices (the random expander).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON result of the spec instead of tables.")]
 ConsolidateOpt = Annotated[
     bool | None,
     typer.Option(
         "--consolidate/--no-consolidate",
         help="Turn the controller's consolidation pass on or off (default: the scenario's, on).",
+        show_default=False,
     ),
 ]
 ReportOpt = Annotated[
@@ -53,6 +64,12 @@ def _run_all(
     return results
 
 
+def _status(pending: bool) -> None:
+    """Exit status 3 when pods are still pending at the end (docs/cli.md)."""
+    if pending:
+        raise typer.Exit(ExitStatus.PENDING)
+
+
 @app.command("simulate")
 def simulate_cmd(
     file: FileArg,
@@ -61,13 +78,17 @@ def simulate_cmd(
         typer.Option(help=f"{' | '.join(Strategy)}; overrides the file's controller.strategy."),
     ] = None,
     seed: SeedOpt = 0,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
 ) -> None:
-    """Run one scenario in the simulated cluster and summarise what happened."""
+    """Run one scenario in the simulated cluster: what happened, and how each workload fared.
 
-    def go() -> None:
+    Exit status 3 when pods are still pending at the end."""
+
+    def go() -> Result:
+        fmt = output_format(output, json_out)
         scenario = load_scenario(file)
         chosen = check_strategy(strategy) if strategy else scenario.strategy
         _check_report_path(report)
@@ -76,26 +97,29 @@ def simulate_cmd(
             from makeroom.report import render_run
 
             render_run(result, report)
-        if json_out:
-            print_json(result.to_json())
-            return
-        _print_run(result)
+        if fmt.data:
+            emit(result.to_json(), fmt)
+            return result
+        _print_run(result, wide=fmt is Output.WIDE)
         if report is not None:
-            console.print(f"picture: {report}")
+            say(f"picture: {report}")
+        return result
 
-    guarded(go)
+    _status(bool(guarded(go).pending_at_end))
 
 
-def _print_run(result: Result) -> None:
+def _print_run(result: Result, wide: bool = False) -> None:
     for table in run_tables(result):
         console.print(table)
     if result.pending_at_end:
-        console.print(f"[yellow]pending at end:[/] {', '.join(result.pending_at_end)}")
-    lines = timeline(result)
+        names = result.pending_at_end
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        say(f"pending at end: {shown}")
+    lines = timeline(result, limit=None if wide else 40)
     if lines:
-        console.print("[bold]timeline[/]")
+        console.print("[bold]what happened[/] (time, who, Event reason, object: message)")
         for line in lines:
-            console.print(line, highlight=False)
+            say(line)
 
 
 StrategiesOpt = Annotated[
@@ -103,18 +127,33 @@ StrategiesOpt = Annotated[
 ]
 
 
+def print_comparison(results: list[Result], wide: bool) -> Verdict:
+    """The side-by-side table, then the verdict: who meets the goals best, and at what price."""
+    console.print(comparison_table(results, wide=wide))
+    found = verdict(results)
+    for line in found.lines():
+        say(line)
+    return found
+
+
 @app.command("compare")
 def compare_cmd(
     file: FileArg,
     strategies: StrategiesOpt = None,
     seed: SeedOpt = 0,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
 ) -> None:
-    """Run one scenario under several strategies and show them side by side."""
+    """Run one scenario under several strategies: side by side, then a verdict per strategy and which
+    one meets the goals best, at what price.
 
-    def go() -> None:
+    Past eight workloads the table shows the most affected and sums the others (-o wide: every one).
+    Exit status 3 when every strategy leaves pods pending at the end."""
+
+    def go() -> list[Result]:
+        fmt = output_format(output, json_out)
         scenario = load_scenario(file)
         names = parse_strategies(strategies)
         _check_report_path(report)
@@ -123,14 +162,15 @@ def compare_cmd(
             from makeroom.report import render_comparison
 
             render_comparison(results, report)
-        if json_out:
-            print_json(_comparison_json(scenario, results))
-            return
-        console.print(comparison_table(results))
+        if fmt.data:
+            emit(_comparison_json(scenario, results), fmt)
+            return results
+        print_comparison(results, wide=fmt is Output.WIDE)
         if report is not None:
-            console.print(f"picture: {report}")
+            say(f"picture: {report}")
+        return results
 
-    guarded(go)
+    _status(all(r.pending_at_end for r in guarded(go)))
 
 
 def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any]:
@@ -144,6 +184,7 @@ def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any
 @app.command("demo")
 def demo_cmd(
     strategies: StrategiesOpt = None,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: Annotated[
         Path | None,
@@ -151,9 +192,12 @@ def demo_cmd(
     ] = Path("makeroom-demo.html"),
     no_report: Annotated[bool, typer.Option("--no-report", help="Write no picture.")] = False,
 ) -> None:
-    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966."""
+    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966.
 
-    def go() -> None:
+    Exit status 3 when, in some scenario, every strategy leaves pods pending at the end."""
+
+    def go() -> list[list[Result]]:
+        fmt = output_format(output, json_out)
         names = parse_strategies(strategies)
         target = None if no_report else report
         _check_report_path(target)
@@ -165,13 +209,14 @@ def demo_cmd(
             from makeroom.report import render_demo
 
             render_demo([results for _, results in comparisons], target)
-        if json_out:
-            print_json([_comparison_json(s, rs) for s, rs in comparisons])
-            return
-        for _, results in comparisons:
-            console.print(comparison_table(results))
-            console.print()
-        if target is not None:
-            console.print(f"pictures: {target.resolve()}")
+        if fmt.data:
+            emit([_comparison_json(s, rs) for s, rs in comparisons], fmt)
+        else:
+            for _, results in comparisons:
+                print_comparison(results, wide=fmt is Output.WIDE)
+                console.print()
+            if target is not None:
+                say(f"pictures: {target.resolve()}")
+        return [rs for _, rs in comparisons]
 
-    guarded(go)
+    _status(any(all(r.pending_at_end for r in rs) for rs in guarded(go)))

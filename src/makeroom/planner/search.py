@@ -657,14 +657,14 @@ class Planner:
                 )
             )
         versus = (
-            "no group it may use can grow"
+            "a new node for it is not possible (every group it may use is at its max)"
             if own is None
-            else f"a new node for it would cost {own.cost:.2f}/h"
+            else f"a new node for it would cost ${own.cost:.2f}/h"
         )
         landing = (
             "all to unclaimed room on other nodes"
             if option.added == 0
-            else f"needing {option.added} new node(s) at {option.cost:.2f}/h"
+            else f"to {option.added} new node(s) costing ${option.cost:.2f}/h"
         )
         count = len(option.victims)
         self.placements.append(
