@@ -289,6 +289,7 @@ def test_events_are_filtered_grouped_and_counted() -> None:
         TimelineEvent(80.0, "moved", {"pod": "web-3"}),
         TimelineEvent(90.0, "brand_new_kind"),
         TimelineEvent(95.0, "no_scale_up", {"pods": 2}),
+        TimelineEvent(96.0, "pod_ready", {"pod": "web-3"}),
     ]
     marks = aggregate(events, 600.0, ["web"])
     got = [(m.kind, m.key, m.count) for m in marks]
@@ -297,6 +298,7 @@ def test_events_are_filtered_grouped_and_counted() -> None:
         ("scale_up", "cpu", 3),
         ("moved", "web", 1),
         ("brand_new_kind", None, 1),
+        ("no_scale_up", None, 1),  # the autoscaler's refusal is drawn: it explains a wait
     ]
     assert row_order(m.kind for m in marks) == ["scale_up", "preempted", "moved", "brand_new_kind"]
 

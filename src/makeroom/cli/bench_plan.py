@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from makeroom.cli.bench import JsonOpt, OutOpt, bench_app, emit
+from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
 from makeroom.cli.common import console, guarded
 
 
@@ -16,8 +16,9 @@ def bench_plan(
     quick: Annotated[
         bool, typer.Option(help="One small cluster (100 nodes, 3,000 pods, 20 pending).")
     ] = False,
-    json_out: JsonOpt = False,
     output: OutOpt = None,
+    json_out: JsonOpt = False,
+    write: WriteOpt = None,
 ) -> None:
     """Build time, plan time per pending pod (p50, p99) and peak memory on generated clusters of 500,
     1,000 and 5,000 nodes, with per-node preemption on the same states as the baseline (goals at
@@ -25,7 +26,7 @@ def bench_plan(
     from makeroom.bench.plan import run_plan_bench
 
     def progress(label: str) -> None:
-        if not json_out:
+        if not json_out and output in (None, "", "table"):
             console.print(f"measuring {label} ...", markup=False, highlight=False)
 
     def go() -> None:
@@ -56,6 +57,6 @@ def bench_plan(
                 f"{row['baseline_find_preemption_ms']['p50']:.1f}",
                 f"{row['peak_mib']:.0f}",
             )
-        emit(data, json_out, output, table)
+        emit(data, json_out, output, write, table)
 
     guarded(go)

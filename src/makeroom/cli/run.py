@@ -3,6 +3,7 @@ dump that ``makeroom plan`` reads)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
@@ -14,7 +15,7 @@ import typer
 import yaml
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, fail, guarded, usage_error
+from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import duration_text, metadata_of
 from makeroom.kube.client import ConnectOptions
@@ -226,7 +227,17 @@ def run_cmd(
 
 @app.command("snapshot")
 def snapshot_cmd(
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write (YAML); - for stdout.")],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FORMAT",
+            help="yaml or json. (A file name here is deprecated: use --write.)",
+            show_default=False,
+        ),
+    ] = None,
+    write: Annotated[Path | None, typer.Option("--write", help="File to write; default: stdout.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     impersonate: AsOpt = None,
@@ -237,21 +248,24 @@ def snapshot_cmd(
     from makeroom.kube import KubeError
     from makeroom.kube.dump import as_list, read_objects
 
+    fmt, old_file = format_or_file(output, (Output.YAML, Output.JSON), "--write")
+    target = write or old_file or Path("-")
     api, where = connect_or_exit(kubeconfig, context, impersonate)
     try:
         objects = read_objects(api, autoscaler_namespace=autoscaler_namespace)
     except KubeError as exc:
-        fail([f"makeroom: reading {where}: {exc}"])
-    text = yaml.safe_dump(as_list(objects), sort_keys=False)
-    if str(output) == "-":
+        fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
+    dump = as_list(objects)
+    text = json.dumps(dump, indent=2) + "\n" if fmt is Output.JSON else yaml.safe_dump(dump, sort_keys=False)
+    if str(target) == "-":
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        target.write_text(text)
         kinds: dict[str, int] = {}
         for o in objects:
             kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
         console.print(
-            f"wrote {output}: " + ", ".join(f"{n} {k}" for k, n in kinds.items()),
+            f"wrote {target}: " + ", ".join(f"{n} {k}" for k, n in kinds.items()),
             markup=False,
             highlight=False,
         )
@@ -270,6 +284,6 @@ def live_state(kubeconfig: Path, context: str | None, groups: Path | None) -> tu
     try:
         objects = read_objects(api, slim=True)
     except KubeError as exc:
-        fail([f"makeroom: reading {where}: {exc}"])
+        fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
     state = state_from_objects(objects, _groups(groups), None, source=where)
     return state, time.time(), f"{where} ({len(state.nodes)} nodes, {len(state.pods)} pods)"

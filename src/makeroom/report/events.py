@@ -6,6 +6,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from makeroom.controller.reasons import Reason
 from makeroom.sim.recorder import TimelineEvent
 
 # Lanes of the events panel, top to bottom.
@@ -23,25 +24,33 @@ class EventStyle:
     counted: bool = True  # label a mark that stands for several events with its count
 
 
-# Known kinds, in the order of the rows of the events panel; the label names the row.
+# Known kinds, in the order of the rows of the events panel; the label names the row with the reason of
+# the Kubernetes Event it stands for (report.story tells the same events in words under the same names).
 KNOWN: Mapping[str, EventStyle] = {
-    "deploy": EventStyle("scenario", "P", "deploy", 50.0, trigger=True),
-    "scale": EventStyle("scenario", "D", "scale replicas", 34.0, trigger=True),
-    "delete": EventStyle("scenario", "X", "delete", 50.0, trigger=True),
-    "cordon": EventStyle("scenario", "s", "cordon", 34.0, filled=False, trigger=True),
-    "uncordon": EventStyle("scenario", "s", "uncordon", 34.0, trigger=True),
-    "scale_up": EventStyle("nodes", "^", "scale-up"),
-    "node_ready": EventStyle("nodes", "o", "node Ready", 36.0),
-    "scale_down": EventStyle("nodes", "v", "scale-down"),
-    "scale_down_failed": EventStyle("nodes", "v", "scale-down failed", filled=False),
-    "node_removed": EventStyle("nodes", "x", "node removed", 48.0),
-    "preempted": EventStyle("disruption", "v", "preempted", 46.0),
-    "evicted": EventStyle("disruption", "X", "evicted", 46.0),
-    "eviction_refused": EventStyle("disruption", "|", "evict refused", 60.0, counted=False),
-    "relocation_started": EventStyle("relocation", ">", "relocation start"),
-    "moved": EventStyle("relocation", "o", "moved", 36.0, filled=False),
-    "relocation_done": EventStyle("relocation", "*", "relocation done", 80.0),
-    "relocation_rolled_back": EventStyle("relocation", "<", "rolled back", filled=False),
+    "deploy": EventStyle("scenario", "P", "Deploy", 50.0, trigger=True),
+    "scale": EventStyle("scenario", "D", "Scale", 34.0, trigger=True),
+    "delete": EventStyle("scenario", "X", "Delete", 50.0, trigger=True),
+    "cordon": EventStyle("scenario", "s", "Cordon", 34.0, filled=False, trigger=True),
+    "uncordon": EventStyle("scenario", "s", "Uncordon", 34.0, trigger=True),
+    "scale_up": EventStyle("nodes", "^", "TriggeredScaleUp"),
+    "no_scale_up": EventStyle("nodes", "^", "NotTriggerScaleUp", filled=False),
+    "node_ready": EventStyle("nodes", "o", "NodeReady", 36.0),
+    "scale_down": EventStyle("nodes", "v", "ScaleDown"),
+    "scale_down_failed": EventStyle("nodes", "v", "ScaleDownFailed", filled=False),
+    "node_removed": EventStyle("nodes", "x", "RemovingNode", 48.0),
+    "preempted": EventStyle("disruption", "v", "Preempted", 46.0),
+    "evicted": EventStyle("disruption", "X", "ScaleDown: evicted", 46.0),
+    "eviction_refused": EventStyle("disruption", "|", "EvictionBlocked", 60.0, counted=False),
+    "relocation_started": EventStyle("relocation", ">", Reason.RELOCATING),
+    "moved": EventStyle("relocation", "o", Reason.MOVING, 36.0, filled=False),
+    "makeroom_scale": EventStyle("relocation", "D", "ScalingReplicaSet", 30.0, filled=False),
+    "relocation_evicted": EventStyle("relocation", "X", Reason.EVICTED, 40.0),
+    "relocated": EventStyle("relocation", "x", "moved pod gone", 36.0),
+    "relocation_done": EventStyle("relocation", "*", Reason.ROOM_MADE, 80.0),
+    "relocation_rolled_back": EventStyle("relocation", "<", Reason.ROLLED_BACK, filled=False),
+    Reason.CONSOLIDATING: EventStyle("relocation", ">", Reason.CONSOLIDATING, filled=False),
+    Reason.CONSOLIDATED: EventStyle("relocation", "*", Reason.CONSOLIDATED, 60.0, filled=False),
+    Reason.CONSOLIDATION_STOPPED: EventStyle("relocation", "<", Reason.CONSOLIDATION_STOPPED),
 }
 
 # Kinds left off the picture: per-pod bookkeeping that the curves already show, or duplicates.
@@ -55,7 +64,6 @@ IGNORED: frozenset[str] = frozenset(
         "pod_unschedulable",
         "nominated",
         "preempted_by",  # the same victim as "preempted", seen from the preemptor
-        "no_scale_up",  # repeated every scan while pods wait; the pending panel shows it
         "node_provisioning",  # at the same instant as its scale_up
         "node_missing",
         "workload_missing",
@@ -109,6 +117,15 @@ def color_key(event: TimelineEvent, workloads: Collection[str], groups: Collecti
     return _owner(event.get("pod"), workloads) or _owner(event.get("node"), groups)
 
 
+def drawn_kind(event: TimelineEvent) -> str:
+    """The row of an event: its kind, or for makeroom's consolidation Events (which share the kind
+    ``makeroom`` in the timeline), the Event's reason."""
+    reason = event.get("reason")
+    if event.kind == "makeroom" and isinstance(reason, str):
+        return reason
+    return event.kind
+
+
 def _weight(event: TimelineEvent) -> int:
     if event.kind == "scale_up":
         nodes = event.get("nodes")
@@ -128,7 +145,7 @@ def aggregate(
     width = duration_s / bins if duration_s > 0 else 1.0
     found: dict[tuple[str, str | None, int], list[float]] = {}
     for event in events:
-        kind, t = event.kind, event.t
+        kind, t = drawn_kind(event), event.t
         if style_of(kind) is None:
             continue
         key = color_key(event, workloads, groups)
