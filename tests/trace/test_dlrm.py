@@ -157,7 +157,8 @@ def test_missing_column_missing_file_and_empty_window(tmp_path: Path) -> None:
     assert refused(tmp_path / "nope.csv", "--write", out) == [f"{tmp_path / 'nope.csv'}: no such file"]
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert refused(empty, "--write", out) == [f"{empty}: empty file: expected a CSV header with {HEADER_USED}"]
+    expected = f"{empty}: empty file: expected a CSV header with {HEADER_USED}"
+    assert refused(empty, "--write", out) == [expected]
     gone = write_csv(tmp_path, [row(0, "CN", "app_0", deleted="3000")], name="gone.csv")
     (line,) = refused(gone, "--write", out, "--start", "1h")
     assert line == f"{gone}: no instance is live between trace seconds 3600 and 25200: an empty window"
