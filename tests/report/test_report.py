@@ -18,6 +18,7 @@ from makeroom.report import render_comparison, render_demo, render_run
 from makeroom.report.events import aggregate, row_order
 from makeroom.report.figure import Section, build_figure, style
 from makeroom.report.series import DRAW_BINS, RunView, keep_indices
+from makeroom.report.units import duration, money
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Result, Simulation
 from makeroom.sim.recorder import Sample, TimelineEvent
@@ -139,29 +140,27 @@ def test_html_is_one_self_contained_page(comparison_page: str) -> None:
     assert 'href="http' not in page and "src=" not in page
 
 
-def test_html_tables_carry_the_numbers_of_each_run(comparison_page: str, seed2: list[Result]) -> None:
-    parsed = parse(comparison_page)
-    for result in seed2:
-        data = result.data
-        strategy = data["strategy"]
-        rows = {r[0]: r for r in parsed.tables[(strategy, "Workloads")][1:]}
-        assert set(rows) == set(data["workloads"])
-        for name, w in data["workloads"].items():
-            ttr = "never" if w["time_to_ready_s"] is None else fmt(w["time_to_ready_s"])
-            assert rows[name][4:] == [
-                ttr,
-                fmt(w["min_ready"]),
-                fmt(w["unavailable_replica_seconds"]),
-                fmt(w["evicted"]),
-            ]
-        groups = {r[0]: r for r in parsed.tables[(strategy, "Node groups")][1:]}
-        assert set(groups) == set(data["node_groups"])
-        for name, g in data["node_groups"].items():
-            assert groups[name][1] == fmt(g["nodes_added"])
-            assert groups[name][-1] == f"{g['cost']:.4f}"
-        totals = dict(parsed.tables[(strategy, "Run")])
-        assert totals["evictions"] == fmt(data["evictions"])
-        assert totals["cost"] == f"{data['cost']:.4f}"
+def test_html_has_one_side_by_side_table_with_the_numbers_of_each_run(
+    comparison_page: str, seed2: list[Result]
+) -> None:
+    assert comparison_page.count('<table class="comparison">') == 1
+    rows = parse(comparison_page).tables[("Side by side (20m00s simulated)", "")]
+    header, body = rows[0], {r[0]: r[1:] for r in rows[1:]}
+    assert [h.removesuffix(" (best)") for h in header[1:]] == [str(r.strategy) for r in seed2]
+    for name in ("text-generator", "iris-classifier"):
+        label = next(k for k in body if k.startswith(f"{name} (priority"))
+        assert body[label] == [duration(r.workloads[name].time_to_ready_s) for r in seed2]
+    assert body["pods removed (all workloads)"] == [f"{r.evictions:,}" for r in seed2]
+    assert body["cost (simulated time)"] == [money(r.cost) for r in seed2]
+    assert body["pods pending at end"] == [str(len(r.pending_at_end)) for r in seed2]
+
+
+def test_html_tells_what_happened_and_the_verdict(comparison_page: str) -> None:
+    assert '<div class="verdict"><p class="best">best: preemption' in comparison_page
+    assert (
+        "What happened under none" in comparison_page and "What happened under preemption" in comparison_page
+    )
+    assert "FailedScheduling" in comparison_page and "NotTriggerScaleUp" in comparison_page
 
 
 def test_demo_html_has_a_section_per_scenario(
@@ -300,7 +299,8 @@ def test_events_are_filtered_grouped_and_counted() -> None:
         ("brand_new_kind", None, 1),
         ("no_scale_up", None, 1),  # the autoscaler's refusal is drawn: it explains a wait
     ]
-    assert row_order(m.kind for m in marks) == ["scale_up", "preempted", "moved", "brand_new_kind"]
+    order = ["scale_up", "no_scale_up", "preempted", "moved", "brand_new_kind"]
+    assert row_order(m.kind for m in marks) == order
 
 
 def test_unknown_and_relocation_kinds_get_rows(tmp_path: Path, seed2: list[Result]) -> None:
