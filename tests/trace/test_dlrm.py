@@ -191,7 +191,8 @@ def test_a_real_two_hour_window_simulates_under_none_and_migrate(tmp_path: Path)
     assert {g.name for g in spec.node_groups} == {"cpu", "gpu"}
     for strategy in ("none", "migrate"):
         run = cli("simulate", out, "--strategy", strategy, "--json")
-        assert run.exit_code == 0, run.output
         result_data = json.loads(run.stdout)
+        # A real window may end with pods still waiting; the exit status says so (docs/cli.md).
+        assert run.exit_code == (3 if result_data["pending_at_end"] else 0), run.output
         assert result_data["strategy"] == strategy
         assert set(result_data["workloads"]) == {w.name for w in spec.workloads}

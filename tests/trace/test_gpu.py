@@ -118,4 +118,5 @@ def test_a_real_window_simulates(tmp_path: Path) -> None:
     assert spec.workloads and spec.events
     for strategy in ("none", "migrate"):
         run = cli("simulate", out, "--strategy", strategy, "--json")
-        assert run.exit_code == 0, run.output
+        # A real window may end with pods still waiting; the exit status says so (docs/cli.md).
+        assert run.exit_code == (3 if json.loads(run.stdout)["pending_at_end"] else 0), run.output
