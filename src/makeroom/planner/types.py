@@ -87,6 +87,11 @@ class NotMovable(_Described):
         "cooldown",
         "makeroom moved the pod recently (makeroom.io/moved-at is within the cooldown).",
     )
+    DISRUPTION_BUDGET = (
+        "disruption-budget",
+        """The PodDisruptionBudget of the pod's workload allows no disruption now (maxUnavailable 0,
+        or no more healthy replicas than it requires): its eviction would be refused.""",
+    )
 
 
 class PlacementReason(_Described):
