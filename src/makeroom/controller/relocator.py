@@ -55,6 +55,7 @@ class Relocations:
                 max_moves_in_flight=config.max_moves_in_flight,
                 skip=skip,
                 recently_moved=self.s.cooling(state, now),
+                make_before_break=config.strategy == "migrate",
             ),
         )
         moves: dict[str, list[Move]] = defaultdict(list)

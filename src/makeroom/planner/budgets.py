@@ -15,15 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from makeroom.model import Pod
+from makeroom.model import OwnerKind, Pod
 from makeroom.model.state import ClusterState
 
 
 @dataclass(frozen=True, slots=True)
 class Budgets:
-    """What each budgeted workload's PodDisruptionBudget allows now, by workload name."""
+    """What each budgeted workload's PodDisruptionBudget allows now, by workload name, and the
+    workloads whose replicas makeroom may raise (Deployments no other controller scales)."""
 
     allowed: dict[str, int] = field(default_factory=dict)
+    scalable: frozenset[str] = frozenset()
 
     @staticmethod
     def of(state: ClusterState) -> Budgets:
@@ -38,11 +40,22 @@ class Budgets:
             w = state.workloads[name]
             assert w.pdb is not None
             allowed[name] = w.pdb.disruptions_allowed(healthy.get(name, 0), w.replicas)
-        return Budgets(allowed)
+        scalable = frozenset(
+            name
+            for name, w in state.workloads.items()
+            if w.owner_kind is OwnerKind.REPLICA_SET and w.replicas_owner is None
+        )
+        return Budgets(allowed, scalable)
 
-    def blocks(self, pod: Pod) -> bool:
-        """Whether the pod's budget lets none of its pods go now."""
-        return pod.workload is not None and self.allowed.get(pod.workload, 1) < 1
+    def blocks(self, pod: Pod, make_before_break: bool = False) -> bool:
+        """Whether the pod's budget lets none of its pods go now. With make-before-break, a pod of a
+        Deployment makeroom may scale is replaced before it goes (its workload never has fewer
+        healthy pods than before), and a scale-down is no eviction: its budget does not hold it."""
+        if pod.workload is None or self.allowed.get(pod.workload, 1) >= 1:
+            return False
+        return not (
+            make_before_break and pod.owner_kind is OwnerKind.REPLICA_SET and pod.workload in self.scalable
+        )
 
     def turns(self, victims: Iterable[Pod]) -> int:
         """The most rounds of evictions any one budget needs for these victims (1 when every budget

@@ -44,13 +44,14 @@ class Shortfall:
 
 
 def shortfall(
-    ctx: Context, ledger: Ledger, pod: Pod, req: Vector, slot: int, outcome: Outcome
+    ctx: Context, ledger: Ledger, below: int, req: Vector, slot: int, outcome: Outcome
 ) -> Shortfall | None:
-    """The node's shortfall, or None when even all its movable pods leaving would not make room."""
+    """What room ``req`` lacks on the node and the pods of priority below ``below`` that may leave;
+    None when even all of them leaving would not make the room."""
     outcome.examined += 1
     deficit = req - ledger.free[slot]
     need = deficit > 0
-    classes = classes_on(ctx, ledger, slot, pod.priority)
+    classes = classes_on(ctx, ledger, slot, below)
     if not classes:
         return None
     total = sum((c.req * len(c.pods) for c in classes), np.zeros_like(req))

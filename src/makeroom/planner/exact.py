@@ -71,7 +71,7 @@ class ExactPerPod:
         outcome: Outcome,
         steps: Steps,
     ) -> Option | None:
-        short = shortfall(ctx, ledger, pod, req, slot, outcome)
+        short = shortfall(ctx, ledger, pod.priority, req, slot, outcome)
         if short is None:
             return None
         d = np.where(short.need, short.deficit, 0)

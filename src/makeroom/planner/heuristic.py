@@ -14,7 +14,7 @@ import numpy as np
 
 from makeroom.model import Pod
 from makeroom.model.resources import Vector
-from makeroom.planner.candidates import candidate_slots, shortfall, within_move_limit
+from makeroom.planner.candidates import Shortfall, candidate_slots, shortfall, within_move_limit
 from makeroom.planner.context import Context, Ledger
 from makeroom.planner.destinations import assign, existing_capacity
 from makeroom.planner.options import Option, Outcome, option_key
@@ -53,15 +53,37 @@ class Heuristic:
         best: Option | None = None,
     ) -> Option | None:
         """The best relocation on one node, or None (also when it cannot beat ``best``)."""
-        short = shortfall(ctx, ledger, pod, req, slot, outcome)
+        return self.on_node_for(ctx, ledger, req, pod.priority, slot, p_groups, outcome, best)
+
+    def on_node_for(
+        self,
+        ctx: Context,
+        ledger: Ledger,
+        req: Vector,
+        below: int,
+        slot: int,
+        p_groups: set[str],
+        outcome: Outcome,
+        best: Option | None = None,
+    ) -> Option | None:
+        """The best relocation on one node for room ``req``, moving pods of priority below ``below``
+        and never to a new node of ``p_groups``."""
+        short = shortfall(ctx, ledger, below, req, slot, outcome)
         if short is None:
             return None
         if best is not None:
             lb = fewest(short.classes, np.where(short.need, short.deficit, 0), short.need)
             if (0.0, 0, lb) > best.key[:3]:
                 return None
+        found = self.all_on(ctx, ledger, short, slot, p_groups, outcome)
+        return min(found, key=lambda o: o.key) if found else None
+
+    def all_on(
+        self, ctx: Context, ledger: Ledger, short: Shortfall, slot: int, p_groups: set[str], outcome: Outcome
+    ) -> list[Option]:
+        """A relocation for each victim set tried on the node, with greedy destinations."""
         capacity = existing_capacity(ctx, ledger, short.classes, slot)
-        chosen: Option | None = None
+        found: list[Option] = []
         for counts in victim_sets(short.classes, short.deficit, short.need, capacity):
             victims = pick(short.classes, counts)
             if not within_move_limit(ctx, ledger, len(victims)):
@@ -72,6 +94,5 @@ class Heuristic:
                 outcome.destination_failed = True
                 continue
             option.key = option_key(option)
-            if chosen is None or option.key < chosen.key:
-                chosen = option
-        return chosen
+            found.append(option)
+        return found

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import Vector
-from makeroom.planner.types import PlacementReason, UnplaceableReason
+from makeroom.planner.types import Objective, PlacementReason, UnplaceableReason
 
 # (cost per hour, new nodes, victims, sum of victim priorities, highest victim priority, workloads touched)
 Key = tuple[float, int, int, int, int, int]
@@ -108,8 +108,12 @@ class Decision:
 
 @dataclass(slots=True)
 class Draft:
-    """A whole plan as decisions, in planning order, with the new nodes it adds."""
+    """A whole plan as decisions, in planning order, with the new nodes it adds, and what the search
+    that made it knows of its optimality (``proven``; ``bound``: no plan is better)."""
 
     decisions: list[Decision] = field(default_factory=list)
     new_nodes: list[NewNode] = field(default_factory=list)
     nodes_examined: int = 0
+    proven: bool = False
+    bound: Objective | None = None
+    steps: int = 0

@@ -41,6 +41,6 @@ def not_movable(pod: Pod, policy: Policy, budgets: Budgets | None = None) -> Not
             when = None  # an unreadable stamp does not protect the pod
         if when is not None and policy.now - when < policy.cooldown:
             return NotMovable.COOLDOWN
-    if budgets is not None and budgets.blocks(pod):
+    if budgets is not None and budgets.blocks(pod, policy.make_before_break):
         return NotMovable.DISRUPTION_BUDGET
     return None

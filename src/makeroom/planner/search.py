@@ -9,19 +9,24 @@ into the Plan users see.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Protocol
 
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
+from makeroom.planner.bounds import bound
 from makeroom.planner.budgets import Budgets
 from makeroom.planner.commit import render
 from makeroom.planner.context import Context
+from makeroom.planner.cpsat import CpSat
 from makeroom.planner.exact import ExactPerPod
 from makeroom.planner.heuristic import Heuristic
+from makeroom.planner.joint import Improved
+from makeroom.planner.objective import of_draft
 from makeroom.planner.options import Draft
 from makeroom.planner.sequential import Sequential
-from makeroom.planner.types import Plan, Policy
+from makeroom.planner.types import Optimality, Plan, Policy, Proof
 
 
 class Search(Protocol):
@@ -31,7 +36,18 @@ class Search(Protocol):
 
 
 def choose(policy: Policy) -> Search:
-    return Sequential(ExactPerPod() if policy.exact else Heuristic())
+    if policy.exact:
+        return ExactJoint() if policy.joint else Sequential(ExactPerPod())
+    return Improved() if policy.joint else Sequential(Heuristic())
+
+
+class ExactJoint:
+    """CP-SAT over every pending pod at once, seeded with the heuristic's plan."""
+
+    name = CpSat.name
+
+    def run(self, ctx: Context, pods: list[Pod]) -> Draft:
+        return CpSat(hint=Sequential(Heuristic()).run(ctx, pods)).run(ctx, pods)
 
 
 def pending_pods(state: ClusterState, policy: Policy, pending: Iterable[Pod] | None) -> list[Pod]:
@@ -50,5 +66,17 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
     for pod in pods:
         state.requests_of(pod.spec)  # widen the resource index now, before any vector is taken
     ctx = Context(ClusterView(state), policy, Budgets.of(state))
-    draft = choose(policy).run(ctx, pods)
-    return render(ctx, draft, len(pods))
+    search = choose(policy)
+    draft = search.run(ctx, pods)
+    result = render(ctx, draft, len(pods))
+    return replace(result, optimality=optimality(ctx, pods, draft, search.name))
+
+
+def optimality(ctx: Context, pods: list[Pod], draft: Draft, search: str) -> Optimality:
+    """Whether the draft is proven optimal: by its search, or because it meets the bound."""
+    objective = of_draft(ctx, draft)
+    cheap = bound(ctx, pods)
+    best = cheap if draft.bound is None or draft.bound.key() < cheap.key() else draft.bound
+    if draft.proven or best.key() == objective.key():
+        return Optimality(Proof.OPTIMAL, search, objective, objective, draft.steps)
+    return Optimality(Proof.BEST_FOUND, search, objective, best, draft.steps)

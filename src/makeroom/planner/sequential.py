@@ -16,7 +16,8 @@ import numpy as np
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import Vector
 from makeroom.planner.context import Context, Ledger, wants_room
-from makeroom.planner.options import Decision, Dest, Draft, Option, Outcome
+from makeroom.planner.heuristic import Heuristic
+from makeroom.planner.options import Decision, Dest, Draft, NewNode, Option, Outcome
 from makeroom.planner.types import PlacementReason, UnplaceableReason
 
 
@@ -142,3 +143,81 @@ def why_not(ctx: Context, pod: Pod, req: Vector, p_groups: list[str], outcome: O
     if outcome.destination_failed:
         return UnplaceableReason.NO_DESTINATION
     return UnplaceableReason.NO_ROOM_TO_MAKE
+
+
+def replay(ctx: Context, pods: list[Pod], draft: Draft) -> Ledger:
+    """The ledger after every claim of a draft, whatever search made it."""
+    ledger = Ledger.start(ctx, pods)
+    view = ctx.view
+    for nn in draft.new_nodes:
+        ledger.new_nodes.append(NewNode(nn.group, nn.index, view.template(nn.group).copy(), nn.for_victims))
+        ledger.group_size[nn.group] += 1
+    for d in draft.decisions:
+        if d.reason is None:
+            continue
+        req = ctx.req(d.pod.spec)
+        if d.slot >= 0:
+            ledger.free[d.slot] -= req
+        else:
+            ledger.new_nodes[d.new_node].free -= req
+        if d.victims:
+            ledger.sources.add(d.slot)
+        for v, dest in zip(d.victims, d.dests, strict=True):
+            r = ctx.req(v.spec)
+            ledger.free[d.slot] += r
+            ledger.moved.add(v.key)
+            if dest.slot >= 0:
+                ledger.free[dest.slot] -= r
+                ledger.targets.add(dest.slot)
+            else:
+                ledger.new_nodes[dest.new_node].free -= r
+        ledger.moves += len(d.victims)
+    ledger.touch()
+    return ledger
+
+
+def reason_for(ctx: Context, ledger: Ledger, pod: Pod) -> UnplaceableReason:
+    """Why a pod that a plan leaves unplaced gets nothing on what the plan leaves."""
+    req = ctx.req(pod.spec)
+    p_groups = ctx.view.groups_for(pod.spec)
+    outcome = Outcome()
+    if wants_room(pod):
+        Heuristic().best(ctx, ledger, pod, req, set(p_groups), outcome)
+    return why_not(ctx, pod, req, p_groups, outcome)
+
+
+def holds(ctx: Context, pods: list[Pod], draft: Draft) -> bool:
+    """Whether every claim of a draft fits: no node that takes a pod ends over its allocatable, no new
+    node over its template, no group over its max."""
+    ledger = replay(ctx, pods, draft)
+    touched: set[int] = set(ledger.targets)
+    for d in draft.decisions:
+        if d.reason is not None and d.slot >= 0:
+            touched.add(d.slot)
+    if touched and bool(np.any(ledger.free[sorted(touched)] < 0)):
+        return False
+    if any(bool(np.any(nn.free < 0)) for nn in ledger.new_nodes):
+        return False
+    groups = ctx.view.state.groups
+    return all(n <= groups[g].max or n <= ctx.view.group_size[g] for g, n in ledger.group_size.items())
+
+
+def fill_in(ctx: Context, pods: list[Pod], draft: Draft) -> Draft:
+    """What a draft built by parts lacks: the cost of each relocated pod's own room (for its
+    explanation) and each unplaced pod's reason."""
+    base = Ledger.start(ctx, pods)
+    ledger: Ledger | None = None
+    out = []
+    for d in draft.decisions:
+        done = d
+        if d.reason is PlacementReason.RELOCATION and d.alternative is None:
+            own = own_room(ctx, base, d.pod, ctx.req(d.pod.spec), ctx.view.groups_for(d.pod.spec))
+            if own is not None:
+                done = Decision(d.pod, d.reason, d.slot, d.new_node, d.adds, d.victims, d.dests, own.cost)
+        elif d.reason is None and d.unplaceable is None:
+            if ledger is None:
+                ledger = replay(ctx, pods, draft)
+            done = Decision(d.pod, None, unplaceable=reason_for(ctx, ledger, d.pod))
+        out.append(done)
+    draft.decisions = out
+    return draft

@@ -3,8 +3,7 @@ and the sets of them (a count per class) that free enough room."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -84,10 +83,17 @@ def victim_sets(
         t = tuple(counts)
         if t not in found:
             found.append(t)
+    light = lightest_set(classes, d, need)
+    if light is not None and light not in found:
+        found.append(light)
     if space(classes) <= ENUMERATE_UP_TO:
         for t in minimal_sets(classes, d, need):
             if t not in found:
                 found.append(t)
+    else:
+        least = fewest_set(classes, d, need)
+        if least is not None and least not in found:
+            found.append(least)
     return found
 
 
@@ -98,16 +104,108 @@ def space(classes: Sequence[VictimClass]) -> int:
     return n
 
 
-def minimal_sets(classes: Sequence[VictimClass], d: Vector, need: Mask) -> Iterable[tuple[int, ...]]:
-    """Every count vector that covers the deficit and from which no single pod can be spared."""
-    ranges = [range(len(c.pods) + 1) for c in classes]
-    for counts in itertools.product(*ranges):
-        acc = sum((c.req * k for c, k in zip(classes, counts, strict=True)), np.zeros_like(d))
-        if not covers(acc, d, need):
-            continue
-        if any(k > 0 and covers(acc - c.req, d, need) for c, k in zip(classes, counts, strict=True)):
-            continue
-        yield counts
+def minimal_sets(classes: Sequence[VictimClass], d: Vector, need: Mask) -> list[tuple[int, ...]]:
+    """Every count vector that covers the deficit and from which no single pod can be spared, in
+    the order of ``itertools.product`` over the counts (computed for all count vectors at once)."""
+    ranges = [np.arange(len(c.pods) + 1) for c in classes]
+    grid = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1).reshape(-1, len(classes))
+    reqs = np.stack([c.req for c in classes])[:, need]
+    acc = grid @ reqs
+    dn = d[need]
+    ok = np.all(acc >= dn, axis=1)
+    for i in range(len(classes)):
+        spare = (grid[:, i] > 0) & np.all(acc - reqs[i] >= dn, axis=1)
+        ok &= ~spare
+    return [tuple(int(k) for k in row) for row in grid[ok]]
+
+
+def fewest_set(
+    classes: Sequence[VictimClass], d: Vector, need: Mask, steps: int = 20_000
+) -> tuple[int, ...] | None:
+    """The covering set with the fewest victims, then the lowest sum of their priorities, by a small
+    branch and bound over the counts per class (the most useful first); the best found within
+    ``steps``. Plain integers: the vectors are short and this runs often."""
+    return fewest_search(classes, d, need, steps)[0]
+
+
+def fewest_search(
+    classes: Sequence[VictimClass], d: Vector, need: Mask, steps: int
+) -> tuple[tuple[int, ...] | None, bool]:
+    """``fewest_set``, and whether the search finished (its answer is then the minimum)."""
+    dims = [int(i) for i in np.flatnonzero(need)]
+    order = sorted(range(len(classes)), key=lambda i: -float(np.minimum(classes[i].req, d)[need].sum()))
+    reqs = [tuple(int(classes[i].req[k]) for k in dims) for i in order]
+    caps = [len(classes[i].pods) for i in order]
+    prios = [classes[i].priority for i in order]
+    tail = [tuple(0 for _ in dims)] * (len(order) + 1)
+    for i in range(len(order) - 1, -1, -1):
+        tail[i] = tuple(max(a, b) for a, b in zip(tail[i + 1], reqs[i], strict=True))
+    best: list[tuple[tuple[int, int], list[int]]] = []
+    counts = [0] * len(order)
+    left = [steps]
+
+    def go(i: int, rem: tuple[int, ...], n: int, prio: int) -> None:
+        left[0] -= 1
+        if left[0] < 0:
+            return
+        short = [k for k, r in enumerate(rem) if r > 0]
+        if not short:
+            if not best or (n, prio) < best[0][0]:
+                best[:] = [((n, prio), list(counts))]
+            return
+        if i == len(order):
+            return
+        lb = 0
+        for k in short:
+            big = tail[i][k]
+            if big <= 0:
+                return
+            lb = max(lb, -(-rem[k] // big))
+        if best and n + lb > best[0][0][0]:
+            return
+        r = reqs[i]
+        top = caps[i] if any(r[k] > 0 for k in short) else 0
+        for c in range(top, -1, -1):
+            counts[i] = c
+            go(i + 1, tuple(a - b * c for a, b in zip(rem, r, strict=True)), n + c, prio + prios[i] * c)
+        counts[i] = 0
+
+    go(0, tuple(int(d[k]) for k in dims), 0, 0)
+    finished = left[0] >= 0
+    if not best:
+        return None, finished
+    out = [0] * len(classes)
+    for pos, i in enumerate(order):
+        out[i] = best[0][1][pos]
+    return tuple(out), finished
+
+
+def lightest_set(classes: Sequence[VictimClass], d: Vector, need: Mask) -> tuple[int, ...] | None:
+    """A covering set that takes little room where its pods go: greedily the pod that covers the
+    most of what is still missing for its size, then the largest given back while P still fits."""
+    if not classes:
+        return None
+    scale = np.maximum(d, 1)
+    size = [float((c.req[need] / scale[need]).sum()) + 1e-9 for c in classes]
+    counts = [0] * len(classes)
+    acc = np.zeros_like(d)
+    while not covers(acc, d, need):
+        rem = np.maximum(d - acc, 0)
+        best, gain = -1, 0.0
+        for i, c in enumerate(classes):
+            if counts[i] < len(c.pods):
+                g = float((np.minimum(c.req, rem)[need] / scale[need]).sum()) / size[i]
+                if g > gain:
+                    best, gain = i, g
+        if best < 0:
+            return None
+        counts[best] += 1
+        acc = acc + classes[best].req
+    for i in sorted(range(len(classes)), key=lambda i: -size[i]):
+        while counts[i] > 0 and covers(acc - classes[i].req, d, need):
+            counts[i] -= 1
+            acc = acc - classes[i].req
+    return tuple(counts)
 
 
 def fewest(classes: Sequence[VictimClass], d: Vector, need: Mask) -> int:

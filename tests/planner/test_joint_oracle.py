@@ -1,0 +1,83 @@
+"""The joint oracle (issue 13): on 300 mid-size clusters where several GPU pods wait at once, each drawn
+from its seed (``makeroom.bench.midsize``: three groups, 5-9 nodes, 30-70 running pods, CPU-only
+replicas on GPU nodes, budgets, protected pods, 2-4 GPU pods waiting, none of which fits without a
+move), every plan is checked on paper, and the default plan is compared with the exact joint optimum
+(CP-SAT) on the whole objective:
+
+- the exact joint plan is feasible and proven optimal, and no other search beats it (the per-pod
+  heuristic of before issue 13, the default);
+- the default plan is feasible, never places fewer pods of any priority than the optimum (objective
+  part 1), and equals the optimum on the whole objective on at least 99% of the instances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import pytest
+
+from makeroom.bench.midsize import midsize
+from makeroom.model.state import ClusterState
+from makeroom.planner import Plan, Policy, Proof, plan
+from tests.planner.feasibility import check_feasible, objective
+
+pytest.importorskip("ortools")
+
+SEEDS = range(300)
+DEFAULT = Policy()
+PER_POD = Policy(joint=False)
+EXACT = Policy(exact=True)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: ClusterState
+    default: Plan
+    per_pod: Plan
+    exact: Plan
+
+
+@cache
+def outcomes() -> tuple[Outcome, ...]:
+    out = []
+    for seed in SEEDS:
+        state = midsize(seed).state
+        out.append(Outcome(state, plan(state, DEFAULT), plan(state, PER_POD), plan(state, EXACT)))
+    return tuple(out)
+
+
+def test_every_plan_is_feasible() -> None:
+    for o in outcomes():
+        check_feasible(o.state, o.default, DEFAULT)
+        check_feasible(o.state, o.per_pod, PER_POD)
+        check_feasible(o.state, o.exact, EXACT)
+
+
+def test_exact_is_proven_optimal_and_never_beaten() -> None:
+    for seed, o in zip(SEEDS, outcomes(), strict=True):
+        assert o.exact.optimality is not None and o.exact.optimality.proof is Proof.OPTIMAL, seed
+        best = objective(o.state, o.exact)
+        assert objective(o.state, o.default) >= best, seed
+        assert objective(o.state, o.per_pod) >= best, seed
+
+
+def test_default_is_never_worse_on_pods_placed() -> None:
+    for seed, o in zip(SEEDS, outcomes(), strict=True):
+        assert objective(o.state, o.default)[0] == objective(o.state, o.exact)[0], seed
+
+
+def test_default_equals_the_optimum_on_at_least_99_percent() -> None:
+    misses = [
+        seed
+        for seed, o in zip(SEEDS, outcomes(), strict=True)
+        if objective(o.state, o.default) != objective(o.state, o.exact)
+    ]
+    assert len(misses) <= len(SEEDS) // 100, misses
+
+
+def test_the_joint_improvement_matters() -> None:
+    """The per-pod planner alone misses the optimum often on these clusters (the issue saw 14 in 30):
+    the instances are hard enough for the comparison above to mean something."""
+    misses = sum(objective(o.state, o.per_pod) != objective(o.state, o.exact) for o in outcomes())
+    assert misses >= len(SEEDS) // 10
