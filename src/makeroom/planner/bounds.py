@@ -13,8 +13,10 @@ pod alone, on the room before any plan, and without the victims' destinations.
   needs (with the lowest sum of priorities among those sets); summed over the pods when no node can
   hold two of them (their victims are then distinct), else the largest of them.
 
-The bound is met exactly by many plans (a single pending pod, pods that each need one node, plans with
-no new node): the plan is then proven optimal without any search.
+The bound is met exactly by many plans (a single pending pod, plans with no new node and few moves):
+the plan is then proven optimal without any search. On large clusters (more than ``DETAIL_UP_TO``
+candidate nodes in all) the pods on each node are not looked at: every node a pod may use counts as a
+place for it, and nothing is bounded beyond the pods placed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from makeroom.planner.objective import levels, placed
 from makeroom.planner.types import Objective
 from makeroom.planner.victims import classes_on, fewest, fewest_search
 
-STEPS = 20_000  # per candidate node, for the fewest victims
+STEPS = 2_000  # per candidate node, for the fewest victims (past it, a cheaper bound)
+DETAIL_UP_TO = 64  # candidate nodes of all pods together, for looking at the pods on each
 
 
 def bound(ctx: Context, pods: list[Pod]) -> Objective:
@@ -45,6 +48,11 @@ def bound(ctx: Context, pods: list[Pod]) -> Objective:
         if wants_room(pod):
             mask = view.static(pod.spec) & np.all(state.alloc >= ctx.req(pod.spec), axis=1)
             top[mask] = np.maximum(top[mask], pod.priority)
+    candidates = {
+        p.key: np.flatnonzero(view.static(p.spec) & np.all(state.alloc >= ctx.req(p.spec), axis=1))
+        for p in pods
+    }
+    detailed = sum(len(c) for c in candidates.values()) <= DETAIL_UP_TO
     for pod in pods:
         mine: list[tuple[str, int]] = []
         req = ctx.req(pod.spec)
@@ -54,8 +62,10 @@ def bound(ctx: Context, pods: list[Pod]) -> Objective:
         mine += [("g", view.group_rank[g]) for g in groups]
         free_way = bool(mine)
         least: tuple[int, int] | None = None
-        if wants_room(pod) or bool((top > -(1 << 62)).any()):
-            for slot in np.flatnonzero(view.static(pod.spec) & np.all(state.alloc >= req, axis=1)):
+        if not detailed:
+            mine += [("n", int(s)) for s in candidates[pod.key] if top[s] > -(1 << 62)]
+        elif wants_room(pod) or bool((top > -(1 << 62)).any()):
+            for slot in candidates[pod.key]:
                 deficit = req - base.free[int(slot)]
                 need = deficit > 0
                 if not need.any():
@@ -79,23 +89,28 @@ def bound(ctx: Context, pods: list[Pod]) -> Objective:
             continue
         places[pod.key] = mine
         possible.append(pod)
+        if not detailed:
+            continue
         if not free_way:
             assert least is not None
             must_move.append((pod, least))
         elif least is None and groups and not _room_now(ctx, base, pod):
             new_only.append(pod)
     most = _matching(ctx, base, possible, places)
-    if len(most) < len(possible):
-        # which pods a best plan places is open: nothing is known of the rest of the objective
-        return Objective(placed(most, levels(pods)), 0.0, 0, 0, _floor(ctx))
+    if len(most) < len(possible) or not detailed:
+        # which pods a best plan places is open, or was not looked at: nothing is known of the rest
+        return Objective(placed(most, levels(pods)), 0.0, 0, 0, 0)
     nodes, cost = _new_nodes(ctx, new_only)
     moves, prio = _moves(ctx, must_move, possible)
     return Objective(placed(possible, levels(pods)), cost, nodes, moves, prio)
 
 
-def _floor(ctx: Context) -> int:
-    """The least the moved pods' priorities can sum to (priorities may be negative)."""
-    return sum(min(0, p.priority) for p in ctx.view.state.pods.values() if p.node is not None)
+def _floor(ctx: Context, moves: int) -> int:
+    """The least ``moves`` moved pods' priorities can sum to (priorities may be negative)."""
+    if moves == 0:
+        return 0
+    lowest = min((p.priority for p in ctx.view.state.pods.values() if p.node is not None), default=0)
+    return moves * min(0, lowest)
 
 
 def _matching(
@@ -184,4 +199,4 @@ def _moves(ctx: Context, must: list[tuple[Pod, tuple[int, int]]], pods: list[Pod
     if apart:  # no node holds two of them: their victims are distinct
         return sum(m for _, (m, _) in must), sum(s for _, (_, s) in must)
     m = max(least for _, (least, _) in must)
-    return m, _floor(ctx)
+    return m, _floor(ctx, m)

@@ -13,49 +13,62 @@ turns it needs (``turns``) and says so.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from makeroom.model import OwnerKind, Pod
 from makeroom.model.state import ClusterState
 
 
-@dataclass(frozen=True, slots=True)
 class Budgets:
-    """What each budgeted workload's PodDisruptionBudget allows now, by workload name, and the
-    workloads whose replicas makeroom may raise (Deployments no other controller scales)."""
+    """What each budgeted workload's PodDisruptionBudget allows now, by workload name.
 
-    allowed: dict[str, int] = field(default_factory=dict)
-    scalable: frozenset[str] = frozenset()
+    Counted when first asked, for all budgeted workloads in one pass over the pods (a plan that looks
+    at no pod of a budgeted workload never pays for it)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._allowed: dict[str, int] | None = None
 
     @staticmethod
     def of(state: ClusterState) -> Budgets:
-        healthy: dict[str, int] = {}
-        budgeted = {name for name, w in state.workloads.items() if w.pdb is not None}
-        if budgeted:
-            for pod in state.pods.values():
-                if pod.workload in budgeted and pod.ready and not pod.terminating and pod.node is not None:
-                    healthy[pod.workload] = healthy.get(pod.workload, 0) + 1
-        allowed = {}
-        for name in budgeted:
-            w = state.workloads[name]
-            assert w.pdb is not None
-            allowed[name] = w.pdb.disruptions_allowed(healthy.get(name, 0), w.replicas)
-        scalable = frozenset(
-            name
-            for name, w in state.workloads.items()
-            if w.owner_kind is OwnerKind.REPLICA_SET and w.replicas_owner is None
-        )
-        return Budgets(allowed, scalable)
+        return Budgets(state)
+
+    @property
+    def allowed(self) -> dict[str, int]:
+        if self._allowed is None:
+            state = self.state
+            budgeted = {name for name, w in state.workloads.items() if w.pdb is not None}
+            healthy = dict.fromkeys(budgeted, 0)
+            if budgeted:
+                for pod in state.pods.values():
+                    if (
+                        pod.workload in budgeted
+                        and pod.ready
+                        and not pod.terminating
+                        and pod.node is not None
+                    ):
+                        healthy[pod.workload] += 1
+            allowed = {}
+            for name in budgeted:
+                w = state.workloads[name]
+                assert w.pdb is not None
+                allowed[name] = w.pdb.disruptions_allowed(healthy[name], w.replicas)
+            self._allowed = allowed
+        return self._allowed
+
+    def budgeted(self, workload: str | None) -> bool:
+        w = self.state.workloads.get(workload) if workload is not None else None
+        return w is not None and w.pdb is not None
 
     def blocks(self, pod: Pod, make_before_break: bool = False) -> bool:
         """Whether the pod's budget lets none of its pods go now. With make-before-break, a pod of a
         Deployment makeroom may scale is replaced before it goes (its workload never has fewer
         healthy pods than before), and a scale-down is no eviction: its budget does not hold it."""
-        if pod.workload is None or self.allowed.get(pod.workload, 1) >= 1:
+        if not self.budgeted(pod.workload) or self.allowed[pod.workload or ""] >= 1:
             return False
-        return not (
-            make_before_break and pod.owner_kind is OwnerKind.REPLICA_SET and pod.workload in self.scalable
-        )
+        if make_before_break and pod.owner_kind is OwnerKind.REPLICA_SET:
+            w = self.state.workloads[pod.workload or ""]
+            return not (w.owner_kind is OwnerKind.REPLICA_SET and w.replicas_owner is None)
+        return True
 
     def turns(self, victims: Iterable[Pod]) -> int:
         """The most rounds of evictions any one budget needs for these victims (1 when every budget

@@ -14,6 +14,7 @@ is spent. The plan is never worse than the heuristic's.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,10 @@ from makeroom.planner.types import PlacementReason
 
 OPTIONS = 4  # options of the first pod of a neighbourhood tried
 SPARE = 2  # further victim sets of the first pod tried (their destinations may suit the others)
-TRIPLES_UP_TO = 6  # with this many pods to place or fewer, three pods are also decided again at once
+TRIPLES_UP_TO = 6
+FULL_BUDGET_UP_TO = (
+    50  # nodes  # with this many pods to place or fewer, three pods are also decided again at once
+)
 
 
 class BudgetSpentError(Exception):
@@ -43,8 +47,16 @@ class Budget:
 
     def spend(self, n: int) -> None:
         self.left -= n
-        if self.left < 0:
+        if self.left < 0 or (n == 0 and self.left == 0):
             raise BudgetSpentError
+
+
+def budget_for(ctx: Context) -> int:
+    """The improvement's budget in candidate nodes examined: ``Policy.joint_budget`` on clusters of
+    up to ``FULL_BUDGET_UP_TO`` nodes, less on larger ones, where examining a node costs more (its
+    destinations are looked for among all nodes)."""
+    nodes = len(ctx.view.state.nodes)
+    return ctx.policy.joint_budget * min(nodes, FULL_BUDGET_UP_TO) // max(nodes, 1)
 
 
 class Improved:
@@ -57,10 +69,13 @@ class Improved:
         if len(pods) < 2:
             first.steps = first.nodes_examined
             return first
-        budget = Budget(ctx.policy.joint_budget)
+        allowed = budget_for(ctx)
+        budget = Budget(allowed)
         best, best_key = first, of_draft(ctx, first).key()
         try:
             for order in _orders(pods, first):
+                if budget.left < first.nodes_examined:
+                    break
                 trial = Sequential(Heuristic()).run(ctx, order)
                 budget.spend(max(1, trial.nodes_examined))
                 key = of_draft(ctx, trial).key()
@@ -70,6 +85,7 @@ class Improved:
             while improved:
                 improved = False
                 for keys in _neighbourhoods(best):
+                    budget.spend(0)
                     for candidate in _rebuilds(ctx, pods, best, keys, budget):
                         key = of_draft(ctx, candidate).key()
                         if key < best_key and holds(ctx, pods, candidate):
@@ -79,7 +95,7 @@ class Improved:
         except BudgetSpentError:
             pass
         best.nodes_examined = first.nodes_examined
-        best.steps = first.nodes_examined + ctx.policy.joint_budget - max(0, budget.left)
+        best.steps = first.nodes_examined + allowed - max(0, budget.left)
         return fill_in(ctx, pods, normalised(pods, best))
 
 
@@ -94,29 +110,28 @@ def _orders(pods: list[Pod], first: Draft) -> list[list[Pod]]:
     return out
 
 
-def _neighbourhoods(draft: Draft) -> list[tuple[str, ...]]:
-    """Single pods, then pairs, of the pods that are not simply fitting where they are; each with the
-    pods that share a node with them (their room depends on the same pods leaving)."""
+def _neighbourhoods(draft: Draft) -> Iterator[tuple[str, ...]]:
+    """Single pods, then pairs, then (with few pods) triples of the pods that are not simply fitting
+    where they are; each with the pods that share a node with them (their room depends on the same
+    pods leaving). Made as they are tried: the budget usually ends the search long before the end."""
     keys = [d.pod.key for d in draft.decisions if d.reason is not PlacementReason.FITS_NOW]
     on: dict[int, list[str]] = {}
     for d in draft.decisions:
         if d.reason is not None and d.slot >= 0:
             on.setdefault(d.slot, []).append(d.pod.key)
     slot_of = {d.pod.key: d.slot for d in draft.decisions if d.reason is not None and d.slot >= 0}
-    out: list[tuple[str, ...]] = []
-    groups: list[tuple[str, ...]] = [(k,) for k in keys]
-    groups += itertools.combinations(keys, 2)
-    if len(keys) <= TRIPLES_UP_TO:
-        groups += list(itertools.combinations(keys, 3))
-    for group in groups:
-        closed = set(group)
-        for k in group:
-            if k in slot_of:
-                closed.update(on[slot_of[k]])
-        full = tuple(sorted(closed))
-        if len(full) <= 4 and full not in out:
-            out.append(full)
-    return out
+    sizes = (1, 2, 3) if len(keys) <= TRIPLES_UP_TO else (1, 2)
+    seen: set[tuple[str, ...]] = set()
+    for size in sizes:
+        for group in itertools.combinations(keys, size):
+            closed = set(group)
+            for k in group:
+                if k in slot_of:
+                    closed.update(on[slot_of[k]])
+            full = tuple(sorted(closed))
+            if len(full) <= 4 and full not in seen:
+                seen.add(full)
+                yield full
 
 
 def _rebuilds(

@@ -14,6 +14,7 @@ from makeroom.planner.context import Context, Ledger
 from makeroom.planner.options import VictimClass
 
 ENUMERATE_UP_TO = 256  # count vectors: every minimal set is tried when a node has no more
+LIGHT_UP_TO = 16  # classes: a light set is tried too on nodes with no more
 
 
 def classes_on(ctx: Context, ledger: Ledger, slot: int, below: int) -> list[VictimClass]:
@@ -83,14 +84,16 @@ def victim_sets(
         t = tuple(counts)
         if t not in found:
             found.append(t)
-    light = lightest_set(classes, d, need)
-    if light is not None and light not in found:
-        found.append(light)
+    if len(classes) <= LIGHT_UP_TO:
+        light = lightest_set(classes, d, need)
+        if light is not None and light not in found:
+            found.append(light)
     if space(classes) <= ENUMERATE_UP_TO:
         for t in minimal_sets(classes, d, need):
             if t not in found:
                 found.append(t)
-    else:
+    elif not found or min(sum(t) for t in found) > fewest(classes, d, need):
+        # the greedy sets may hold more victims than needed: search for the fewest
         least = fewest_set(classes, d, need)
         if least is not None and least not in found:
             found.append(least)
@@ -120,7 +123,7 @@ def minimal_sets(classes: Sequence[VictimClass], d: Vector, need: Mask) -> list[
 
 
 def fewest_set(
-    classes: Sequence[VictimClass], d: Vector, need: Mask, steps: int = 20_000
+    classes: Sequence[VictimClass], d: Vector, need: Mask, steps: int = 2_000
 ) -> tuple[int, ...] | None:
     """The covering set with the fewest victims, then the lowest sum of their priorities, by a small
     branch and bound over the counts per class (the most useful first); the best found within
@@ -138,8 +141,10 @@ def fewest_search(
     caps = [len(classes[i].pods) for i in order]
     prios = [classes[i].priority for i in order]
     tail = [tuple(0 for _ in dims)] * (len(order) + 1)
+    low = [0] * (len(order) + 1)  # the lowest priority from position i on (for the bound on the sum)
     for i in range(len(order) - 1, -1, -1):
         tail[i] = tuple(max(a, b) for a, b in zip(tail[i + 1], reqs[i], strict=True))
+        low[i] = prios[i] if i == len(order) - 1 else min(low[i + 1], prios[i])
     best: list[tuple[tuple[int, int], list[int]]] = []
     counts = [0] * len(order)
     left = [steps]
@@ -161,7 +166,7 @@ def fewest_search(
             if big <= 0:
                 return
             lb = max(lb, -(-rem[k] // big))
-        if best and n + lb > best[0][0][0]:
+        if best and (n + lb, prio + lb * low[i]) >= best[0][0]:
             return
         r = reqs[i]
         top = caps[i] if any(r[k] > 0 for k in short) else 0
