@@ -129,6 +129,11 @@ def _matching(
     def room(vec: np.ndarray) -> int:
         return int(np.min(vec[dims] // smallest[dims])) if dims.any() else len(pods)
 
+    # per node, how many of the pods its allocatable holds (a node being provisioned: its free room)
+    space = np.where(view.ready[:, None], view.state.alloc, base.free)
+    per_node = (
+        np.min(space[:, dims] // smallest[dims], axis=1) if dims.any() else np.full(len(space), len(pods))
+    )
     cap: dict[tuple[str, int], int] = {}
     for mine in places.values():
         for place in mine:
@@ -140,7 +145,7 @@ def _matching(
                 spare = view.state.groups[g].max - view.group_size[g]
                 cap[place] = spare * room(view.template(g))
             else:
-                cap[place] = room(view.state.alloc[i] if view.ready[i] else base.free[i])
+                cap[place] = int(per_node[i])
     load: dict[tuple[str, int], list[str]] = {p: [] for p in cap}
     taken: list[Pod] = []
 
