@@ -81,3 +81,11 @@ def test_the_joint_improvement_matters() -> None:
     the instances are hard enough for the comparison above to mean something."""
     misses = sum(objective(o.state, o.per_pod) != objective(o.state, o.exact) for o in outcomes())
     assert misses >= len(SEEDS) // 10
+
+
+def test_the_same_cluster_gives_the_same_plans() -> None:
+    for seed in range(5):
+        state = midsize(seed).state
+        for policy in (DEFAULT, EXACT):
+            first, again = plan(state, policy).to_json(), plan(state, policy).to_json()
+            assert first == again, seed

@@ -103,13 +103,13 @@ def assign_in_order(
                 continue
             used = overlay.get(s)
             room = ledger.free[s] if used is None else ledger.free[s] - used
-            if np.all(room >= r):
+            if (room >= r).all():
                 overlay[s] = r.copy() if used is None else used + r
                 dest = Dest(slot=s)
                 break
         if dest is None:
             for j, nn in enumerate(new_nodes):
-                if nn.group not in p_groups and view.admits(v.spec, nn.group) and np.all(nn.free >= r):
+                if nn.group not in p_groups and view.admits(v.spec, nn.group) and (nn.free >= r).all():
                     nn.free = nn.free - r
                     dest = Dest(new_node=j, group=nn.group)
                     break

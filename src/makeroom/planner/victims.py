@@ -38,7 +38,7 @@ def classes_on(ctx: Context, ledger: Ledger, slot: int, below: int) -> list[Vict
 
 
 def covers(acc: Vector, deficit: Vector, need: Mask) -> bool:
-    return bool(np.all(acc[need] >= deficit[need]))
+    return bool((acc[need] >= deficit[need]).all())
 
 
 def pick(classes: Sequence[VictimClass], counts: Sequence[int]) -> list[Pod]:
