@@ -94,15 +94,15 @@ def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: 
         moves.append(Move(v, v.workload, node_name, to_node, to_group, why, d.pod, index))
     seen.update(added)
     versus = (
-        "no group it may use can grow"
+        "a new node for it is not possible (every group it may use is at its max)"
         if d.alternative is None
-        else f"a new node for it would cost {d.alternative:.2f}/h"
+        else f"a new node for it would cost ${d.alternative:.2f}/h"
     )
     cost = sum(ctx.price(draft.new_nodes[j].group) for j in added)
     landing = (
         "all to unclaimed room on other nodes"
         if not added
-        else f"needing {len(added)} new node(s) at {cost:.2f}/h"
+        else f"to {len(added)} new node(s) costing ${cost:.2f}/h"
     )
     turns = ctx.budgets.turns(d.victims)
     paced = f"; their disruption budgets let them go in {turns} turns" if turns > 1 else ""

@@ -82,7 +82,6 @@ class Model:
     opened: dict[tuple[int, int], Any]
     klasses: list[_Klass]
     terms: list[tuple[Any, int, int]]  # (expression, lowest, highest) per level, minimised, in order
-    names: list[str]
 
 
 class CpSat:
@@ -261,26 +260,20 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
 
     # --- the objective, level by level -------------------------------------------------------------
     terms: list[tuple[Any, int, int]] = []
-    names: list[str] = []
     for q in levels(pods):
         members = [i for i, p in enumerate(pods) if p.priority == q]
         expr = len(members) - sum(x[(i, place)] for i in members for place in sites[i])
         terms.append((expr, 0, len(members)))
-        names.append(f"placed@{q}")
     price = {g: round(state.groups[g].price_per_hour * PRICE_SCALE) for g in groups}
     cost = sum(price[groups[gi]] * v for (gi, _), v in opened.items())
     terms.append((cost, 0, sum(price[groups[gi]] for gi, _ in opened)))
-    names.append("cost")
     terms.append((sum(opened.values()), 0, len(opened)))
-    names.append("new_nodes")
     total = sum(len(k.cls.pods) for k in klasses)
     terms.append((sum(moved), 0, total))
-    names.append("moves")
     lo = sum(min(0, k.cls.priority) * len(k.cls.pods) for k in klasses)
     hi = sum(max(0, k.cls.priority) * len(k.cls.pods) for k in klasses)
     terms.append((sum(k.cls.priority * mv for k, mv in zip(klasses, moved, strict=True)), lo, hi))
-    names.append("moved_priority")
-    return Model(cp, pods, groups, slots_of, x, y, moved, opened, klasses, terms, names)
+    return Model(cp, pods, groups, slots_of, x, y, moved, opened, klasses, terms)
 
 
 def _weights(m: Model) -> list[int] | None:

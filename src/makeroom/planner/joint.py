@@ -26,7 +26,7 @@ from makeroom.planner.context import Context, Ledger, wants_room
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.objective import of_draft
 from makeroom.planner.options import Decision, Dest, Draft, Option, Outcome, option_key
-from makeroom.planner.sequential import Sequential, claim_own, fill_in, holds, own_room, replay
+from makeroom.planner.sequential import Sequential, claim_own, claims_fit, fill_in, own_room, replay
 from makeroom.planner.types import PlacementReason
 
 OPTIONS = 4  # options of the first pod of a neighbourhood tried
@@ -88,7 +88,7 @@ class Improved:
                     budget.spend(0)
                     for candidate in _rebuilds(ctx, pods, best, keys, budget):
                         key = of_draft(ctx, candidate).key()
-                        if key < best_key and holds(ctx, pods, candidate):
+                        if key < best_key and claims_fit(ctx, pods, candidate):
                             best, best_key, improved = candidate, key, True
                     if improved:
                         break

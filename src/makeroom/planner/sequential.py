@@ -46,6 +46,7 @@ class Sequential:
         for pod in pods:
             self.decide(ctx, ledger, draft, pod)
         draft.new_nodes = ledger.new_nodes
+        draft.steps = draft.nodes_examined
         return draft
 
     def decide(self, ctx: Context, ledger: Ledger, draft: Draft, pod: Pod) -> None:
@@ -186,7 +187,7 @@ def reason_for(ctx: Context, ledger: Ledger, pod: Pod) -> UnplaceableReason:
     return why_not(ctx, pod, req, p_groups, outcome)
 
 
-def holds(ctx: Context, pods: list[Pod], draft: Draft) -> bool:
+def claims_fit(ctx: Context, pods: list[Pod], draft: Draft) -> bool:
     """Whether every claim of a draft fits: no node that takes a pod ends over its allocatable, no new
     node over its template, no group over its max."""
     ledger = replay(ctx, pods, draft)

@@ -247,7 +247,7 @@ class Objective:
     def human(self) -> str:
         placed = ", ".join(f"{n} at priority {q}" for q, n in self.placed) or "none"
         return (
-            f"placed {placed}; new nodes {self.new_nodes} at {self.cost:.2f}/h; "
+            f"placed {placed}; {self.new_nodes} new node(s) at ${self.cost:.2f}/h; "
             f"{self.moves} move(s), priorities summing to {self.moved_priority}"
         )
 
