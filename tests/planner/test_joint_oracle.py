@@ -19,7 +19,7 @@ import pytest
 
 from makeroom.bench.midsize import midsize
 from makeroom.model.state import ClusterState
-from makeroom.planner import Plan, Policy, Proof, plan
+from makeroom.planner import Plan, Policy, Proof, cpsat, plan
 from tests.planner.feasibility import check_feasible, objective
 
 pytest.importorskip("ortools")
@@ -89,3 +89,13 @@ def test_the_same_cluster_gives_the_same_plans() -> None:
         for policy in (DEFAULT, EXACT):
             first, again = plan(state, policy).to_json(), plan(state, policy).to_json()
             assert first == again, seed
+
+
+def test_a_problem_too_large_for_the_exact_search_gets_the_default_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cpsat, "MAX_VARIABLES", 10)
+    state = midsize(3).state
+    fallback, default = plan(state, EXACT), plan(state, DEFAULT)
+    assert fallback.optimality is not None and "too large for exact-joint" in fallback.optimality.search
+    assert fallback.moves == default.moves and fallback.placements == default.placements

@@ -42,12 +42,21 @@ from makeroom.planner.victims import classes_on
 
 PRICE_SCALE = 1_000_000  # prices per hour in millionths, as integers for the solver
 MAX_WEIGHT = 1 << 62
+MAX_VARIABLES = 200_000  # the exact search is for small and mid-size clusters: past it, the default's plan
 
 Site = tuple[str, int, int]  # ("n", slot, 0) an existing node; ("g", group number, k) a new node
 
 
 class ExactUnavailableError(Exception):
     """OR-Tools is not installed (pip install 'makeroom[exact]')."""
+
+
+class ExactTooLargeError(Exception):
+    """The model would have more variables than the exact search is for (a large cluster)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} placements and moves to weigh, more than {MAX_VARIABLES}")
+        self.size = size
 
 
 def _cp_model() -> Any:
@@ -173,6 +182,9 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
         for g in view.groups_for(spec):
             k.dests += [("g", gnum[g], j) for j in range(slots_of[g])]
 
+    size = sum(len(mine) for mine in sites) + sum(len(k.dests) for k in klasses)
+    if size > MAX_VARIABLES:
+        raise ExactTooLargeError(size)
     cp = cp_model.CpModel()
     x: dict[tuple[int, Site], Any] = {}
     for i, mine in enumerate(sites):

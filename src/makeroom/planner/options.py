@@ -117,3 +117,4 @@ class Draft:
     proven: bool = False
     bound: Objective | None = None
     steps: int = 0
+    search: str = ""  # set when the search that made it is not the one asked for (a fallback)

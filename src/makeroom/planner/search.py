@@ -19,7 +19,7 @@ from makeroom.planner.bounds import bound
 from makeroom.planner.budgets import Budgets
 from makeroom.planner.commit import render
 from makeroom.planner.context import Context
-from makeroom.planner.cpsat import CpSat
+from makeroom.planner.cpsat import CpSat, ExactTooLargeError
 from makeroom.planner.exact import ExactPerPod
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.joint import Improved
@@ -42,12 +42,19 @@ def choose(policy: Policy) -> Search:
 
 
 class ExactJoint:
-    """CP-SAT over every pending pod at once, seeded with the heuristic's plan."""
+    """CP-SAT over every pending pod at once, seeded with the heuristic's plan. On a problem too
+    large for it, the default search's plan (best found, with its bound) under this search's name,
+    marked as a fallback."""
 
     name = CpSat.name
 
     def run(self, ctx: Context, pods: list[Pod]) -> Draft:
-        return CpSat(hint=Sequential(Heuristic()).run(ctx, pods)).run(ctx, pods)
+        try:
+            return CpSat(hint=Sequential(Heuristic()).run(ctx, pods)).run(ctx, pods)
+        except ExactTooLargeError as exc:
+            draft = Improved().run(ctx, pods)
+            draft.search = f"{Improved.name} (too large for {self.name}: {exc})"
+            return draft
 
 
 def pending_pods(state: ClusterState, policy: Policy, pending: Iterable[Pod] | None) -> list[Pod]:
@@ -69,7 +76,7 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
     search = choose(policy)
     draft = search.run(ctx, pods)
     result = render(ctx, draft, len(pods))
-    return replace(result, optimality=optimality(ctx, pods, draft, search.name))
+    return replace(result, optimality=optimality(ctx, pods, draft, draft.search or search.name))
 
 
 def optimality(ctx: Context, pods: list[Pod], draft: Draft, search: str) -> Optimality:
