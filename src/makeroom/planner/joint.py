@@ -70,6 +70,10 @@ class Improved:
             first.steps = first.nodes_examined
             return first
         allowed = budget_for(ctx)
+        if allowed < 2 * ctx.policy.max_candidates:
+            # too little to decide even one pod again on a large cluster: the heuristic's plan
+            first.steps = first.nodes_examined
+            return first
         budget = Budget(allowed)
         best, best_key = first, of_draft(ctx, first).key()
         try:
