@@ -99,3 +99,17 @@ def test_a_problem_too_large_for_the_exact_search_gets_the_default_plan(
     fallback, default = plan(state, EXACT), plan(state, DEFAULT)
     assert fallback.optimality is not None and "too large for exact-joint" in fallback.optimality.search
     assert fallback.moves == default.moves and fallback.placements == default.placements
+
+
+def test_level_by_level_solving_reaches_the_same_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the weights of one objective would not fit in 62 bits (huge priorities or prices), the
+    levels are solved one after the other; both ways reach the same optimum."""
+    for seed in range(5):
+        state = midsize(seed).state
+        weighted = plan(state, EXACT)
+        with monkeypatch.context() as m:
+            m.setattr(cpsat, "MAX_WEIGHT", 10)
+            levels = plan(state, EXACT)
+        assert levels.optimality is not None and levels.optimality.proof is Proof.OPTIMAL
+        assert objective(state, levels) == objective(state, weighted), seed
+        check_feasible(state, levels, EXACT)
