@@ -17,9 +17,10 @@ import numpy as np
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import CONSOLIDATING_TAINT, CONSOLIDATION, Consolidation, Phase, Victim
 from makeroom.controller.steps import Retry, RetryKey, Steps, node_anchor
-from makeroom.model import Node, OwnerKind, Pod, PodSpec, Taint, TaintEffect
+from makeroom.model import Node, OwnerKind, Pod, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.state import ClusterState
+from makeroom.model.view import ClusterView
 from makeroom.planner.consolidate import ConsolidationPolicy, consolidate
 
 log = logging.getLogger("makeroom.controller")
@@ -135,8 +136,9 @@ class Consolidations:
             # Relocation comes first: a pod the scheduler cannot place may need this node or the room
             # the consolidation's replacements are taking.
             return f"{len(waiting)} pod(s) wait to be scheduled"
+        view = ClusterView(state)
         for pod in waiting:
-            if _needs(state, pod, node):
+            if _needs(view, pod, node):
                 return f"pending pod {pod.name} needs {node.name}"
         return None
 
@@ -162,31 +164,26 @@ class Consolidations:
                 self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
 
 
-def _needs(state: ClusterState, pod: Pod, node: Node) -> bool:
+def _needs(view: ClusterView, pod: Pod, node: Node) -> bool:
     """Whether a pending pod needs the emptied node: it may use it, and nothing cheaper can take it
     (no room on a cheaper node, no cheaper group that may grow for it). A CPU replica that merely
     tolerates a GPU node does not need it: giving the node back to it is the drift makeroom undoes."""
     if label_fit(pod.spec, node.labels, ()) is not None:
         return False
+    state = view.state
     group = state.groups.get(node.group)
     price = group.price_per_hour if group is not None else 0.0
-    fits = state.feasible(pod)
-    req = state.requests_of(pod.spec)
+    fits = view.fits(pod.spec, view.room_for(pod))
+    upcoming = view.upcoming_fit(pod.spec) & np.all(state.free() >= state.requests_of(pod.spec), axis=1)
     for other in state.nodes.values():
         cheaper = state.groups.get(other.group)
         if cheaper is None or cheaper.price_per_hour >= price:
             continue
         slot = state.slot_of[other.name]
-        if fits[slot]:
-            return False
-        upcoming = not other.ready and label_fit(pod.spec, other.labels, other.taints) is None
-        if upcoming and bool(np.all(state.alloc[slot] - state.used[slot] >= req)):
-            return False  # the autoscaler is already bringing up a node it fits
-    requests = PodSpec.effective(pod.spec.requests)
+        if fits[slot] or upcoming[slot]:
+            return False  # room on a cheaper node, or the autoscaler is already bringing one up
     for g in state.groups.values():
-        if g.price_per_hour >= price or len(state.nodes_of(g.name)) >= g.max:
-            continue
-        if label_fit(pod.spec, g.node_labels(), g.taints) is None and requests.fits_in(g.capacity):
+        if g.price_per_hour < price and view.can_grow(g.name) and view.admits(pod.spec, g.name):
             return False
     return True
 

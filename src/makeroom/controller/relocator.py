@@ -18,6 +18,7 @@ from makeroom.controller.records import RELOCATION, Phase, Relocation, Victim
 from makeroom.controller.steps import RetryKey, Steps
 from makeroom.model import SCALE_UP_DELAY, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
+from makeroom.model.view import ClusterView
 from makeroom.planner import Move, Placement, PlacementReason, Policy, plan
 
 log = logging.getLogger("makeroom.controller")
@@ -58,6 +59,7 @@ class Relocations:
             max_moves_in_flight=config.max_moves_in_flight,
             skip=skip,
             recently_moved=self.s.cooling(state, now),
+            make_before_break=config.strategy is Strategy.MIGRATE,
         )
 
     def start(self, state: ClusterState, waiting: list[Pod], now: float) -> list[str]:
@@ -151,15 +153,13 @@ class Relocations:
         if not node.ready or node.unschedulable:
             return f"node {record.node} is no longer schedulable"
         # The room the pod needs, once the victims are gone, must still be there.
-        slot = state.slot_of[record.node]
-        room = state.alloc[slot] - state.used[slot]
         victims = {v.pod for v in record.victims}
-        for other in state.pods_on[record.node].values():
-            if other.key in victims or (other.terminating and other.priority < pod.priority):
-                room = room + state.requests_of(other.spec)
-        for other in state.nominated.get(record.node, {}).values():
-            if other is not pod and other.priority >= pod.priority:
-                room = room - state.requests_of(other.spec)
+        leaving = [
+            other
+            for other in state.pods_on[record.node].values()
+            if other.key in victims or (other.terminating and other.priority < pod.priority)
+        ]
+        room = ClusterView(state).room_on(state.slot_of[record.node], pod, leaving)
         if (room < state.requests_of(pod.spec)).any():
             return f"the room on {record.node} was taken by other pods"
         return None
