@@ -87,6 +87,11 @@ class NotMovable(_Described):
         "cooldown",
         "makeroom moved the pod recently (makeroom.io/moved-at is within the cooldown).",
     )
+    PINNED = (
+        "pinned",
+        """The controller keeps the pod where it is: it is outside the scope the admin gave makeroom,
+        or already moving (or being surged) for a relocation under way.""",
+    )
 
 
 class PlacementReason(_Described):
@@ -116,6 +121,7 @@ class Policy:
     use_upcoming_nodes: bool = True  # victims may go to nodes still being provisioned
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
     recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
     exact_step_limit: int = 2_000_000  # exact mode: search steps per pending pod before giving up
 
 
