@@ -99,20 +99,20 @@ class Consolidations:
         waiting: list[Pod],
     ) -> None:
         if record is None:
-            self._give_up(state, name, node, None, "its record is unreadable", now)
+            self.give_up(state, name, node, None, "its record is unreadable", now)
             return
         if node is None:
-            self._give_up(state, name, None, record, f"node {name} is gone", now)
+            self.give_up(state, name, None, record, f"node {name} is gone", now)
             return
         problem = self._changed(state, node, record, now, waiting)
         if problem is not None:
-            self._give_up(state, name, node, record, problem, now)
+            self.give_up(state, name, node, record, problem, now)
             return
         try:
             self.s.validator.record(record)
             self._carry_on(state, node, record, now)
         except RefusedError as refused:
-            self._give_up(state, name, node, record, f"refused: {refused}", now)
+            self.give_up(state, name, node, record, f"refused: {refused}", now)
 
     def _carry_on(self, state: ClusterState, node: Node, record: Consolidation, now: float) -> None:
         anchor = node_anchor(node.name)
@@ -158,7 +158,7 @@ class Consolidations:
                 return f"pending pod {pod.name} needs {node.name}"
         return None
 
-    def _give_up(
+    def give_up(
         self,
         state: ClusterState,
         name: str,

@@ -99,6 +99,26 @@ class Controller:
             s.guarded(RetryKey.step(Step.CONSOLIDATE), self._consolidate, live, records)
         return s.report
 
+    def clean_up(self, why: str) -> TickReport:
+        """Undo everything makeroom has under way and every mark it left (``makeroom cleanup``, before
+        an uninstall): each relocation rolled back, each consolidation given up, every victim mark and
+        consolidation taint removed, every record deleted. Idempotent: a second pass finds nothing. A
+        failed call raises ClusterError; the caller runs the pass again."""
+        s = self.steps
+        s.report = TickReport()
+        now = s.clock.now()
+        state = s.cluster.snapshot()
+        records = s.cluster.records()
+        relocating, marked = self.relocations.scan(state, records)
+        for key, pod, record in relocating:
+            self.relocations.roll_back(state, key, pod, record, why, now)
+        for name, node, consolidation in self.consolidations.active(state, records):
+            self.consolidations.give_up(state, name, node, consolidation, why, now)
+        handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}
+        s.collect_orphans(state, set(), [p for p in marked if p.key not in handled])
+        self.consolidations.collect_orphans(state, records)  # the nodes of records were given up above
+        return s.report
+
     def preview(self, state: ClusterState) -> Plan:
         """The plan that a relocation round would carry out on ``state`` now, with exactly the policy
         of the real run: what ``makeroom run --dry-run`` logs."""

@@ -127,10 +127,10 @@ class Relocations:
         self, state: ClusterState, key: str, pod: Pod | None, record: Relocation | None, now: float
     ) -> None:
         if record is None:
-            self._roll_back(state, key, pod, None, "its relocation record is unreadable", now)
+            self.roll_back(state, key, pod, None, "its relocation record is unreadable", now)
             return
         if pod is None:
-            self._roll_back(state, key, None, record, f"{key} is gone", now)
+            self.roll_back(state, key, None, record, f"{key} is gone", now)
             return
         if pod.node is not None:
             self._release(state, pod, record, now)
@@ -139,11 +139,11 @@ class Relocations:
             self.s.validator.record(record)  # first: is the record borne out by the cluster at all?
             problem = self._changed(state, pod, record, now)
             if problem is not None:
-                self._roll_back(state, key, pod, record, problem, now)
+                self.roll_back(state, key, pod, record, problem, now)
                 return
             self._carry_on(state, pod, record, now)
         except RefusedError as refused:
-            self._roll_back(state, key, pod, record, f"refused: {refused}", now)
+            self.roll_back(state, key, pod, record, f"refused: {refused}", now)
 
     def _carry_on(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
         self._hold(pod, record)
@@ -211,7 +211,7 @@ class Relocations:
         )
         log.info("relocation done", extra={"pod": pod.key, "node": pod.node, "seconds": now - record.started})
 
-    def _roll_back(
+    def roll_back(
         self,
         state: ClusterState,
         key: str,

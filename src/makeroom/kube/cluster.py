@@ -207,7 +207,7 @@ class KubeCluster:
                 if parsed is None:
                     log.warning(
                         "a record names nothing makeroom could act on; left alone",
-                        extra={"kind": kind.value, "name": (obj.get("metadata") or {}).get("name")},
+                        extra={"kind": kind.value, "object": (obj.get("metadata") or {}).get("name")},
                     )
                     continue
                 found[parsed[0]] = parsed[1]
