@@ -266,3 +266,14 @@ def test_cleanup_stops_the_controller_first_and_waits_for_its_lease() -> None:
     clean_up(api_of(server), opts, sleep=lambda s: None)
     assert server.objects[f"/apis/apps/v1/namespaces/{MINE}/deployments/mr-makeroom"]["spec"]["replicas"] == 0
     assert lease not in server.objects
+
+
+def test_a_dump_holds_the_planning_inputs_and_no_namespaces() -> None:
+    """`makeroom snapshot` and `plan --kubeconfig` read what planning reads; the namespaces' labels are
+    the controller's scope, not a planning input."""
+    from makeroom.kube.dump import read_objects
+
+    server = cluster_objects()
+    for slim in (False, True):
+        kinds = {o["kind"] for o in read_objects(api_of(server), slim=slim)}
+        assert kinds == {"Node", "Pod", "Deployment"}, kinds
