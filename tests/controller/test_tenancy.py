@@ -235,6 +235,21 @@ def test_a_surge_is_refused_when_an_hpa_took_the_replicas_since() -> None:
     assert "(replicas-owned)" in message
 
 
+def test_a_surge_never_fights_a_change_of_the_replicas() -> None:
+    b, port = two_teams()
+    controller = Controller(port, port, MIGRATE)
+    controller.tick()
+    assert b.state.workloads["team-a/web"].replicas == 13
+    b.state.workloads["team-a/web"].replicas = 5  # team-a scales its Deployment down meanwhile
+    port.calls.clear()
+    port.time += 10
+    controller.tick()
+    assert not [c for c in port.calls if c[0] == "scale"]
+    assert b.state.workloads["team-a/web"].replicas == 5
+    (message,) = refusals(port)
+    assert "(replicas-changed)" in message
+
+
 def test_an_eviction_with_nowhere_to_go_is_refused() -> None:
     b, port = two_teams()
     Controller(port, port, EVICT).tick()

@@ -154,6 +154,9 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
     assert "--namespace=team-a" in args and "--records-namespace=makeroom" in args
     single = render_chart("mr", "makeroom", {"replicaCount": 1}, tmp_path)
     assert "PodDisruptionBudget" not in {o["kind"] for o in single}  # it would block every drain
+    with pytest.raises(subprocess.CalledProcessError) as refused:  # surges the policy would refuse
+        render_chart("mr", "makeroom", {"controller": {"maxMoves": 30}}, tmp_path)
+    assert "maxScaleStep must be at least" in str(refused.value.stderr)
 
 
 def test_makeroom_s_account_is_refused_beyond_what_it_needs(cp: ControlPlane) -> None:

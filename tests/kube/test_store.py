@@ -277,3 +277,24 @@ def test_a_dump_holds_the_planning_inputs_and_no_namespaces() -> None:
     for slim in (False, True):
         kinds = {o["kind"] for o in read_objects(api_of(server), slim=slim)}
         assert kinds == {"Node", "Pod", "Deployment"}, kinds
+
+
+def test_without_the_crds_the_records_say_what_to_install() -> None:
+    from makeroom.controller.port import ClusterError
+
+    server = cluster_objects()
+    kc = kube(server)
+    real = server._serve
+
+    def no_crds(method: str, p: str, query: Any, body: Any) -> tuple[int, Any]:
+        if "/makeroom.io/" in p:
+            return 404, {
+                "kind": "Status",
+                "code": 404,
+                "message": "the server could not find the requested resource",
+            }
+        return real(method, p, query, body)
+
+    server._serve = no_crds  # type: ignore[method-assign]
+    with pytest.raises(ClusterError, match=r"install the chart's CRDs"):
+        kc.records()

@@ -27,7 +27,7 @@ from makeroom.controller.records import (
     Victim,
 )
 from makeroom.controller.scope import NamespaceLabels, Scope
-from makeroom.controller.validate import Action, Command, Validator
+from makeroom.controller.validate import Action, Command, Refusal, RefusedError, Validator
 from makeroom.model import DELETION_COST, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 
@@ -215,7 +215,7 @@ class Steps:
         workload that a record surges now."""
         surging = records.surging()
         held = {p.key for p in state.pods.values() if p.workload in surging} if surging else set()
-        return self.scope.move.outside(state.pods.values(), namespaces) | records.moving() | held
+        return self.scope.move.outside(state.pods, namespaces) | records.moving() | held
 
     @staticmethod
     def others_ready(state: ClusterState, workload: str, victims: set[str]) -> int:
@@ -251,9 +251,14 @@ class Steps:
             for v in record.victims:
                 if v.workload == workload:
                     self.mark_victim(state, record, v, anchor, label, lowest_cost=True)
-            if w.replicas != surge.base + surge.by:
+            if w.replicas == surge.base:
                 self.gated(
                     Action.SURGE, record, workload, self.cluster.scale, workload, surge.base + surge.by
+                )
+            elif w.replicas != surge.base + surge.by:
+                raise RefusedError(
+                    Refusal.REPLICAS_CHANGED,
+                    f"{workload} has {w.replicas} replicas; makeroom surged it from {surge.base}",
                 )
             ready = ready and self.others_ready(state, workload, victims) >= surge.need_ready
         return ready

@@ -52,6 +52,8 @@ class Refusal(StrEnum):
     ReplicaSet, by owner references with their uids."""
     REPLICAS_OWNED = "replicas-owned"
     """Another controller (a HorizontalPodAutoscaler, KEDA...) sets the workload's replicas."""
+    REPLICAS_CHANGED = "replicas-changed"
+    """Someone changed the workload's replicas while makeroom surged it: makeroom does not fight them."""
     OVER_BUDGET = "over-budget"
     """The record moves more pods than one relocation (max_moves_in_flight) or consolidation
     (consolidation.max_moves) may, or surges a workload by other than its pods to move."""

@@ -131,6 +131,7 @@ class KubeCluster:
         self.may_act = may_act
         self.on_action = on_action
         self._derived: tuple[int, ClusterState] | None = None
+        self._replica_sets: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
     # Clock: the wall clock, as creationTimestamp and lastTransitionTime are.
     def now(self) -> float:
@@ -181,9 +182,8 @@ class KubeCluster:
         ref = _controller(found["metadata"].get("ownerReferences"))
         if ref is None or ref.get("kind") != "ReplicaSet" or not ref.get("uid"):
             return None
-        try:
-            rs = self.api.get(path_of(ns, str(ref["name"]), "replicasets", "apps/v1"))
-        except NotFoundError:
+        rs = self._replica_set(path_of(ns, str(ref["name"]), "replicasets", "apps/v1"))
+        if rs is None:
             return None
         meta = rs.get("metadata") or {}
         owner = _controller(meta.get("ownerReferences"))
@@ -197,12 +197,32 @@ class KubeCluster:
             return None
         return str(owner["name"]) if ns == "default" else key
 
+    def _replica_set(self, path: str) -> dict[str, Any] | None:
+        """The live ReplicaSet, read once per second at most (a surge asks for each of its victims)."""
+        now = time.monotonic()
+        hit = self._replica_sets.get(path)
+        if hit is not None and now - hit[0] < 1.0:
+            return hit[1]
+        try:
+            found: dict[str, Any] | None = self.api.get(path)
+        except NotFoundError:
+            found = None
+        self._replica_sets[path] = (now, found)
+        return found
+
     # --- makeroom's records ------------------------------------------------------------------------
     def records(self) -> Records:
         out = Records()
         for kind in RecordKind:
             found: dict[str, Any] = out.relocations if kind is RecordKind.RELOCATION else out.consolidations
-            for obj in self.api.list_all(crs.collection(self.records_namespace, kind))["items"]:
+            try:
+                items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
+            except NotFoundError as exc:
+                raise ClusterError(
+                    f"no {crs.PLURALS[kind]}.{crs.GROUP} in {self.records_namespace}: install the chart's "
+                    f"CRDs, or give --records-namespace the namespace makeroom was installed in ({exc})"
+                ) from exc
+            for obj in items:
                 parsed = crs.from_object(kind, obj)
                 if parsed is None:
                     log.warning(
@@ -392,6 +412,13 @@ class KubeCluster:
 
     def release_orphan_reservations(self) -> int:
         """Reservation taints whose pod is gone, bound, or no longer relocated: a dead leader's."""
+        tainted = any(
+            t.get("key") == RESERVED_FOR
+            for obj in self.cache.informers["Node"].objects()
+            for t in obj["spec"].get("taints") or ()
+        )
+        if not tainted:
+            return 0  # the common case: no read of the records needed
         relocating = set(self.records().relocations)
         live = set()
         for obj in self.cache.informers["Pod"].objects():
