@@ -236,7 +236,8 @@ class KubeCluster:
 
     def save_record(self, record: Record) -> None:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
-        self._guard("record", path, {"phase": record.phase.value})
+        # The action is on the record's subject (its pod or node), as the metrics and logs name it.
+        self._guard("record", record.subject, {"kind": record.kind.value, "phase": record.phase.value})
         body = crs.to_object(record, self.records_namespace)
         self.api.request(
             "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
@@ -245,7 +246,7 @@ class KubeCluster:
 
     def delete_record(self, kind: RecordKind, subject: str) -> None:
         path = crs.path_of(self.records_namespace, kind, subject)
-        self._guard("forget", path, {})
+        self._guard("forget", subject, {"kind": kind.value})
         with contextlib.suppress(NotFoundError):  # gone already: what was asked
             self.api.request("DELETE", path)
         self.in_flight[kind].discard(subject)
