@@ -298,3 +298,23 @@ def test_without_the_crds_the_records_say_what_to_install() -> None:
     server._serve = no_crds  # type: ignore[method-assign]
     with pytest.raises(ClusterError, match=r"install the chart's CRDs"):
         kc.records()
+
+
+def test_cleanup_that_cannot_finish_says_so_in_one_line_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica that keeps its Lease: the command says what to do, exit status 1 (the cluster's
+    failure, not the input's), no traceback."""
+    import makeroom.cli.cleanup as command
+    from tests.conftest import cli
+
+    server = cluster_objects()
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/{MINE}/leases/makeroom"
+    server.put(
+        lease, {"kind": "Lease", "metadata": {"name": "makeroom"}, "spec": {"holderIdentity": "replica-a"}}
+    )
+    monkeypatch.setattr(command, "connect_or_exit", lambda *a, **k: (api_of(server), "the fake"))
+    result = cli("cleanup", "--records-namespace", MINE, "--lease-namespace", MINE, "--timeout", "0")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("makeroom: cleanup: a makeroom replica still holds the Lease"), (
+        result.stderr
+    )
+    assert "Traceback" not in result.output

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from makeroom.cli.app import app
-from makeroom.cli.common import fail, say
+from makeroom.cli.common import err_console, say
 from makeroom.cli.run import RUN, AsOpt, ContextOpt, KubeconfigOpt, connect_or_exit
 
 
@@ -63,8 +63,11 @@ def cleanup_cmd(
     say(f"cleaning up makeroom on {where}")
     try:
         result = clean_up(api, opts, say)
-    except (CleanupError, KubeError) as exc:
-        fail([f"makeroom: cleanup: {exc} (nothing is lost: run it again)"])
+    except (CleanupError, KubeError) as exc:  # the cluster's failure, not the input's: exit status 1
+        err_console.print(
+            f"makeroom: cleanup: {exc} (nothing is lost: run it again)", markup=False, highlight=False
+        )
+        raise typer.Exit(1) from None
     if result.actions:
         say(
             f"done: {len(result.relocations)} relocation(s) rolled back, "
