@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import signal
@@ -170,6 +171,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("-o", "--output", type=Path, default=None)
     args = ap.parse_args()
+    logging.getLogger("makeroom.kube").setLevel(logging.ERROR)  # polling for the record: 404 until it is
     size = Size(f"{args.nodes} nodes", args.nodes, args.pods_per_node, pending=0)
     classes, objects = prepare(generate(size))
     n_pods = sum(o["kind"] == "Pod" for o in objects)
