@@ -51,7 +51,13 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
             f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
             f"metadata.name={STATUS_CONFIGMAP}",
         ),
+        Resource("Namespace", "/api/v1/namespaces"),
     )
+
+
+NOT_IN_STATE = frozenset({"Namespace"})
+"""Kinds the controller reads beside the ClusterState (the scope's namespace labels): a change to
+them never needs the state built again."""
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -264,6 +270,8 @@ class Cache:
                 return self._built[1]
             with self._version_lock:
                 dirty, self._dirty = self._dirty, defaultdict(set)
+            for kind in NOT_IN_STATE:
+                dirty.pop(kind, None)
             start = time.perf_counter()
             if (
                 self._built is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from makeroom.kube.cache import resources
+from makeroom.kube.cache import NOT_IN_STATE, resources
 from makeroom.kube.client import Api
 from makeroom.kube.slim import SLIMMERS, Interner
 
@@ -26,6 +26,8 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
         "ConfigMap": "v1",
     }
     for r in resources(autoscaler_namespace):
+        if r.kind in NOT_IN_STATE:
+            continue  # not a planning input (the controller's scope reads them)
         query = {"fieldSelector": r.field_selector} if r.field_selector else {}
         for items, _ in api.list_pages(r.path, query):
             for item in items:

@@ -28,6 +28,7 @@ class ConsolidationPolicy:
     max_moves: int = 10  # the budget of moves of one consolidation
     min_saving: float = 0.2  # the share of the freed node's price that must be saved
     skip_nodes: frozenset[str] = frozenset()  # nodes not to empty (say, recently given up)
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (its scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,9 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
     pods = [p for p in state.pods_on[node.name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
     if not pods or len(pods) > policy.max_moves or any(p.terminating for p in pods):
         return None
-    rules = Policy(now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved)
+    rules = Policy(
+        now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved, pinned=policy.pinned
+    )
     for pod in pods:
         w = state.workloads.get(pod.workload) if pod.workload is not None else None
         if not_movable(pod, rules) is not None or w is None or w.replicas_owner is not None:

@@ -31,6 +31,8 @@ def not_movable(pod: Pod, policy: Policy, budgets: Budgets | None = None) -> Not
     opt_out = pod.annotations.get(DO_NOT_MOVE)
     if opt_out is not None and opt_out.strip().lower() not in _FALSE:
         return NotMovable.OPTED_OUT
+    if pod.key in policy.pinned:
+        return NotMovable.PINNED
     if pod.key in policy.recently_moved:
         return NotMovable.COOLDOWN
     moved_at = pod.annotations.get(MOVED_AT)

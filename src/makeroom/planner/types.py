@@ -92,6 +92,11 @@ class NotMovable(_Described):
         """The PodDisruptionBudget of the pod's workload allows no disruption now (maxUnavailable 0,
         or no more healthy replicas than it requires): its eviction would be refused.""",
     )
+    PINNED = (
+        "pinned",
+        """The controller keeps the pod where it is: it is outside the scope the admin gave makeroom,
+        or already moving (or being surged) for a relocation under way.""",
+    )
 
 
 class PlacementReason(_Described):
@@ -124,6 +129,7 @@ class Policy:
     use_upcoming_nodes: bool = True  # victims may go to nodes still being provisioned
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
     recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
     exact_step_limit: int = 2_000_000  # exact mode: search steps per candidate node before giving up
     exact_budget: float = 10.0  # exact joint mode: the solver's deterministic time limit (about seconds)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from makeroom.model import VICTIM_OF, Node, NodeGroup, Pod, Taint, Workload
 from makeroom.model.state import ClusterState
@@ -44,6 +45,8 @@ class World:
         self.node_order: dict[str, int] = {}
         self._seq = 0
         self.on_change: list[Callable[[], None]] = []  # wakes the scheduler
+        self.custom: dict[tuple[str, str], dict[str, Any]] = {}
+        """Custom resources by (kind, name), as the API server stores them: makeroom's records."""
         self._reconciling: set[str] = set()
         for g in groups:
             recorder.groups[g.name] = GroupTrack(g.price_per_hour)
