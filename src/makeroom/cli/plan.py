@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +17,7 @@ from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, plan
 from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
 from makeroom.planner.consolidate import consolidate as planner_consolidate
-from makeroom.scenario import parse_scenario, read_yaml
+from makeroom.scenario import parse_scenario, read_data, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
 
 FileArg = Annotated[
@@ -51,24 +50,9 @@ def state_of_dump(data: Mapping[str, Any], file: str, groups: GroupConfig | None
     return state_from_objects(items, groups, None, source=file, prefix="items")
 
 
-def read_input(file: Path) -> Any:
-    """JSON (``kubectl get -o json``, parsed fast) or YAML (scenarios and ``-o yaml`` dumps)."""
-    try:
-        with file.open("rb") as f:
-            head = f.read(64).lstrip()
-    except OSError:
-        return read_yaml(file)  # reports the file's problem the same way for every command
-    if head.startswith(b"{"):
-        try:
-            return json.loads(file.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            pass  # not JSON after all: YAML reports where it breaks
-    return read_yaml(file)
-
-
 def load_state(file: Path, at: float, groups_file: Path | None) -> tuple[ClusterState, float, str]:
     """The state to plan on, the planner's ``now``, and a short description of where it came from."""
-    data = read_input(file)
+    data = read_data(file)
     if is_kube_dump(data):
         groups = parse_group_config(read_yaml(groups_file), str(groups_file)) if groups_file else None
         state = state_of_dump(data, str(file), groups)

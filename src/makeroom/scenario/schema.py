@@ -8,40 +8,36 @@ a scenario (``replica: 3``) would otherwise silently change what is simulated.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
+from makeroom.model import limits
 
 STRATEGIES = ("none", "preemption", "evict", "migrate")
 EXPANDERS = ("least-waste", "priority", "price", "random")
 
-
-def _quantity(value: object) -> int:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"expected a quantity such as 400m, 2 or 1.5Gi, got {value!r}")
-    try:
-        milli = parse_quantity(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if milli < 0:
-        raise ValueError(f"expected a quantity of zero or more, got {value!r}")
-    return milli
+# Every number goes through the shared rules of makeroom.model.limits (the same as dumps, trace CSVs
+# and flags): finite, in range, and whole where it counts things.
 
 
-def _duration(value: object) -> float:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"expected a duration such as 30s, 5m or 1h30m, got {value!r}")
-    try:
-        return parse_duration(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
+def _rule(check: Callable[[Any], Any]) -> BeforeValidator:
+    return BeforeValidator(check)
 
 
-Quantity = Annotated[int, BeforeValidator(_quantity)]
-Duration = Annotated[float, BeforeValidator(_duration)]
-NonNegative = Annotated[int, Field(ge=0, strict=True)]
+Quantity = Annotated[int, _rule(limits.quantity)]
+Duration = Annotated[float, _rule(limits.duration)]
+PositiveDuration = Annotated[float, _rule(lambda v: limits.duration(v, positive=True))]
+Interval = Annotated[float, _rule(limits.interval)]
+Ratio = Annotated[float, _rule(limits.ratio)]
+Price = Annotated[float, _rule(limits.price)]
+Priority = Annotated[int, _rule(limits.priority)]
+NodeCount = Annotated[int, _rule(lambda v: limits.count(v, high=limits.MAX_NODES, what="a number of nodes"))]
+Replicas = Annotated[
+    int, _rule(lambda v: limits.count(v, high=limits.MAX_REPLICAS, what="a number of replicas"))
+]
+_CONTROLLER = limits.CONTROLLER_RULES  # the controller section's numbers follow the config's rules
 _PERCENT = re.compile(r"^\d+%$")
 
 
@@ -67,20 +63,20 @@ class NodeGroupSpec(Strict):
     capacity: dict[str, Quantity]
     labels: dict[str, str] = {}
     taints: list[TaintSpec] = []
-    min: NonNegative = 0
-    max: NonNegative
-    initial: NonNegative = 0
-    price_per_hour: Annotated[float, Field(ge=0)] = 0.0
+    min: NodeCount = 0
+    max: NodeCount
+    initial: NodeCount = 0
+    price_per_hour: Price = 0.0
     provision_time: Duration = 120.0
 
 
 class AutoscalerSpec(Strict):
     enabled: bool = True
-    scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
+    scan_interval: Interval = 10.0
     expander: Literal["least-waste", "priority", "price", "random"] = "least-waste"
     scale_down_unneeded_time: Duration = 600.0
-    scale_down_utilization_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
-    expendable_pods_priority_cutoff: int = -10
+    scale_down_utilization_threshold: Ratio = 0.5
+    expendable_pods_priority_cutoff: Priority = -10
     scale_down_delay_after_add: Duration = 600.0
     max_graceful_termination: Duration = 600.0
 
@@ -91,11 +87,14 @@ class SchedulerSpec(Strict):
 
 
 def _int_or_percent(value: object) -> int | str:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_REPLICAS:
         return value
-    if isinstance(value, str) and _PERCENT.match(value):
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) <= 100:
         return value
-    raise ValueError(f"expected a whole number of pods or a percentage such as 50%, got {value!r}")
+    raise ValueError(
+        f"expected a whole number of pods (up to {limits.MAX_REPLICAS}) or a percentage such as 50%, "
+        f"got {value!r}"
+    )
 
 
 IntOrPercent = Annotated[int | str, BeforeValidator(_int_or_percent)]
@@ -114,8 +113,8 @@ class PdbSpec(Strict):
 
 class WorkloadSpec(Strict):
     name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
-    replicas: NonNegative
-    priority: Annotated[int, Field(strict=True)] = 0
+    replicas: Replicas
+    priority: Priority = 0
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     requests: dict[str, Quantity] = {}
     node_selector: dict[str, str] = {}
@@ -123,12 +122,12 @@ class WorkloadSpec(Strict):
     pdb: PdbSpec | None = None
     startup_time: Duration = 10.0
     termination_grace: Duration = 30.0
-    placement: dict[str, NonNegative] = {}
+    placement: dict[str, Replicas] = {}
 
 
 class ScaleAction(Strict):
     workload: str
-    replicas: NonNegative
+    replicas: Replicas
 
 
 class DeleteAction(Strict):
@@ -167,26 +166,26 @@ class ConsolidationSpec(Strict):
     """Extension: the consolidation pass of the relocation controller (cortex issue 1965)."""
 
     enabled: bool = True
-    min_saving: Annotated[float, Field(ge=0, le=1)] = 0.2
-    max_moves: Annotated[int, Field(ge=1, strict=True)] = 10
-    window: Annotated[Duration, Field(gt=0)] = 600.0
-    wait: Annotated[Duration, Field(gt=0)] = 1800.0
+    min_saving: Annotated[float, _rule(_CONTROLLER["consolidation_min_saving"])] = 0.2
+    max_moves: Annotated[int, _rule(_CONTROLLER["consolidation_max_moves"])] = 10
+    window: Annotated[float, _rule(_CONTROLLER["consolidation_window"])] = 600.0
+    wait: Annotated[float, _rule(_CONTROLLER["consolidation_wait"])] = 1800.0
 
 
 class ControllerSpec(Strict):
     strategy: Literal["none", "preemption", "evict", "migrate"] = "none"
     # Extensions: the relocation controller's knobs (evict and migrate only).
-    interval: Annotated[Duration, Field(gt=0)] = 2.0
-    timeout: Annotated[Duration, Field(gt=0)] = 900.0
-    cooldown: Duration = 600.0
-    max_moves_in_flight: Annotated[int, Field(ge=1, strict=True)] = 20
+    interval: Annotated[float, _rule(_CONTROLLER["interval"])] = 2.0
+    timeout: Annotated[float, _rule(_CONTROLLER["timeout"])] = 900.0
+    cooldown: Annotated[float, _rule(_CONTROLLER["cooldown"])] = 600.0
+    max_moves_in_flight: Annotated[int, _rule(_CONTROLLER["max_moves_in_flight"])] = 20
     consolidation: ConsolidationSpec = ConsolidationSpec()
 
 
 class ScenarioSpec(Strict):
     version: Literal[1]
     name: str
-    duration: Annotated[Duration, Field(gt=0)]
+    duration: PositiveDuration
     node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
     autoscaler: AutoscalerSpec = AutoscalerSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
