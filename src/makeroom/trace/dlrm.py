@@ -17,23 +17,26 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from makeroom.errors import InputError, Problem
-from makeroom.model.quantity import MILLI, QuantityError, format_quantity, parse_quantity
+from makeroom.model import limits
+from makeroom.model.quantity import MILLI, format_quantity
 from makeroom.trace.common import (
     Conversion,
     Row,
     cell,
     dns_name,
     duration,
+    milli,
     natural,
     number,
     read_rows,
     time_cell,
     unique,
+    whole,
 )
 
 GPU = "nvidia.com/gpu"
@@ -106,9 +109,11 @@ def _instance(row: Row, where: str, problems: list[Problem]) -> Instance | None:
     if not app:
         problems.append(Problem(f"{where}.app_name", "expected a service name, got an empty cell"))
     requests = []
-    for column, unit in (("cpu_request", Decimal(1)), ("memory_request", _GIB), ("gpu_request", Decimal(1))):
+    for column, unit in (("cpu_request", Decimal(MILLI)), ("memory_request", _GIB * MILLI)):
         value = number(cell(row, column), f"{where}.{column}", problems)
-        requests.append(0 if value is None else int((value * unit * MILLI).to_integral_value(ROUND_CEILING)))
+        requests.append(0 if value is None else milli(value, unit, f"{where}.{column}", problems))
+    gpus = whole(cell(row, "gpu_request"), f"{where}.gpu_request", problems, high=1000)  # GPUs are whole
+    requests.append(0 if gpus is None else gpus * MILLI)
     created = time_cell(cell(row, "creation_time"), f"{where}.creation_time", -math.inf, problems)
     deleted = time_cell(cell(row, "deletion_time"), f"{where}.deletion_time", math.inf, problems)
     if deleted < created:
@@ -140,8 +145,8 @@ def node_shape(text: str, option: str) -> dict[str, int]:
             )
             continue
         try:
-            shape[resource] = parse_quantity(value)
-        except QuantityError as exc:
+            shape[resource] = limits.resource_quantity(resource, value)
+        except limits.InvalidValueError as exc:
             problems.append(Problem(key.strip(), str(exc)))
     for needed in ("cpu", "memory"):
         if needed not in shape and not problems:
@@ -152,22 +157,47 @@ def node_shape(text: str, option: str) -> dict[str, int]:
     return shape
 
 
+MIN_STEP = 1.0
+MAX_SAMPLES = 100_000
+
+
 def check_options(options: Options) -> None:
-    problems = []
-    if not options.hours > 0:
-        problems.append(Problem("--hours", f"expected more than 0, got {options.hours:g}"))
-    if not options.step > 0:
-        problems.append(Problem("--step", f"expected more than 0 seconds, got {options.step:g}"))
-    if not options.scale > 0:
-        problems.append(Problem("--scale", f"expected more than 0, got {options.scale:g}"))
-    if not options.headroom >= 1:
-        problems.append(Problem("--headroom", f"expected 1 or more, got {options.headroom:g}"))
-    if options.services is not None and options.services < 1:
-        problems.append(Problem("--services", f"expected 1 or more, got {options.services}"))
-    if not options.start >= 0:
-        problems.append(Problem("--start", f"expected 0 or more seconds, got {options.start:g}"))
+    """The shared rules for the options (finite, in range), and a bound on the samples they make."""
+    problems = check_window(options.start, options.hours)
+    rules: list[tuple[str, Any, Any]] = [
+        ("--step", options.step, lambda v: limits.number(v, low=MIN_STEP, high=limits.MAX_DURATION)),
+        ("--scale", options.scale, lambda v: limits.number(v, low=0, high=limits.MAX_FACTOR, low_open=True)),
+        ("--headroom", options.headroom, lambda v: limits.number(v, low=1, high=limits.MAX_FACTOR)),
+    ]
+    if options.services is not None:
+        rules.append(("--services", options.services, lambda v: limits.count(v, low=1, high=10**6)))
+    for option, value, rule in rules:
+        try:
+            rule(value)
+        except limits.InvalidValueError as exc:
+            problems.append(Problem(option, str(exc)))
+    if not problems and options.hours * 3600 / options.step > MAX_SAMPLES:
+        problems.append(
+            Problem(
+                "--step", f"expected at most {MAX_SAMPLES} samples in the window, got --hours x 3600 / --step"
+            )
+        )
     if problems:
         raise InputError("options", problems)
+
+
+def check_window(start: float, hours: float) -> list[Problem]:
+    """``--start`` (seconds) and ``--hours``: finite, the window within a year."""
+    problems = []
+    try:
+        limits.duration(start)
+    except limits.InvalidValueError as exc:
+        problems.append(Problem("--start", str(exc)))
+    try:
+        limits.number(hours, low=0, high=limits.MAX_DURATION / 3600, low_open=True, what="a number of hours")
+    except limits.InvalidValueError as exc:
+        problems.append(Problem("--hours", str(exc)))
+    return problems
 
 
 # --- conversion ----------------------------------------------------------------------------------
