@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from makeroom.errors import Problem
 from makeroom.kube.client import Api, GoneError, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
 from makeroom.model import Pod
@@ -198,6 +199,9 @@ class Cache:
         self._built: tuple[int, ClusterState] | None = None
         self._build_lock = threading.Lock()
         self.last_build_seconds = 0.0
+        self._logged_problems: set[str] = set()
+        self.skipped_objects = 0
+        """Problems of the cluster's objects in the last build (those objects are left out)."""
         self.unschedulable_at: dict[str, float] = {}
         """Pod key -> monotonic time its watch event said it became unschedulable (for latency)."""
 
@@ -279,9 +283,15 @@ class Cache:
                     return state
                 except _RebuildError as exc:
                     log.info("state rebuilt in full", extra={"why": str(exc)})
+            skipped: list[Problem] = []
             state = state_from_objects(
-                self.objects(), self.groups, self.autoscaler_status(), source="the watch cache"
+                self.objects(),
+                self.groups,
+                self.autoscaler_status(),
+                source="the watch cache",
+                skipped=skipped,
             )
+            self._report_skipped(skipped)
             self.last_build_seconds = time.perf_counter() - start
             self._full_at = time.monotonic()
             self._built = (version, state)
@@ -304,9 +314,10 @@ class Cache:
             if (pod.workload if "/" in pod.workload else f"default/{pod.workload}") not in deployments:
                 w.replicas += delta
 
+        skipped: list[Problem] = []
         for key in keys:
             obj = pods.get(key)
-            new = pod_from_object(obj, source="the watch cache") if obj is not None else None
+            new = pod_from_object(obj, source=key, skipped=skipped) if obj is not None else None
             if new is not None:
                 if new.node is not None and new.node not in state.nodes:
                     raise _RebuildError(f"pod {key} on an unknown node")
@@ -323,6 +334,16 @@ class Cache:
                 if new.node is None and nominated in state.nodes:
                     state.nominate(new, nominated)
                 recount(new, +1)
+        self._report_skipped(skipped)
+
+    def _report_skipped(self, skipped: list[Problem]) -> None:
+        """Objects left out of the state because a field breaks the input rules (a pod may ask for
+        more than any node could hold, a ConfigMap may say anything): each problem is logged once."""
+        lines = {p.render("the watch cache") for p in skipped}
+        for line in sorted(lines - self._logged_problems):
+            log.warning("object left out of planning", extra={"problem": line})
+        self._logged_problems |= lines
+        self.skipped_objects = len(lines)
 
     def memory_objects(self) -> int:
         return sum(len(inf.store) for inf in self.informers.values())

@@ -33,6 +33,10 @@ from makeroom.snapshot import GroupConfig
 log = logging.getLogger("makeroom.run")
 
 
+class ListenError(Exception):
+    """The metrics port cannot be opened: nothing has started, and the command exits 2."""
+
+
 def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
 
@@ -109,9 +113,13 @@ class Runner:
     # --- the loop -------------------------------------------------------------------------------
     def start(self) -> None:
         if self.opts.metrics_port is not None:
-            self.health = HealthServer(
-                self.opts.metrics_port, self.metrics, self.healthy, self.ready, self.opts.metrics_host
-            )
+            host, port = self.opts.metrics_host, self.opts.metrics_port
+            try:
+                self.health = HealthServer(port, self.metrics, self.healthy, self.ready, host)
+            except (OSError, OverflowError) as exc:  # in use, not ours to bind, not an address here
+                raise ListenError(
+                    f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
             self.health.start()
             log.info("serving /healthz /readyz /metrics", extra={"port": self.health.port})
         self.cache.start()
@@ -162,6 +170,10 @@ class Runner:
         except InputError as exc:
             log.error("the cluster cannot be planned on", extra={"problems": exc.lines()})
             return
+        except Exception:  # an object no rule foresaw: this round is lost, never the controller
+            log.exception("the cluster's state could not be built")
+            self.metrics.errors.inc()
+            return
         self.metrics.build_seconds.set(self.cache.last_build_seconds)
         if not self.opts.dry_run:
             try:
@@ -181,7 +193,11 @@ class Runner:
         self.metrics.relocations.labels(outcome="done").inc(len(report.done))
         self.metrics.relocations.labels(outcome="rolled_back").inc(len(report.rolled_back))
         self.metrics.errors.inc(report.errors)
-        after = self.port.snapshot()
+        try:
+            after = self.port.snapshot()
+        except Exception:
+            log.exception("the cluster's state could not be built")
+            return
         self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
         self.metrics.in_flight.set(sum(1 for p in after.pods.values() if RELOCATION in p.annotations))
         if report.started or report.done or report.rolled_back or report.errors:

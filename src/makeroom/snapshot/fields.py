@@ -108,7 +108,7 @@ def resources(value: Any, path: str, problems: Problems, beyond: int | None = No
                 problems.add(f"{path}.{name}", str(exc))
             else:
                 out[str(name)] = beyond
-        except limits.InvalidValue as exc:
+        except limits.InvalidValueError as exc:
             problems.add(f"{path}.{name}", str(exc))
     return out
 

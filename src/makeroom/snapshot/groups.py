@@ -84,7 +84,7 @@ def _int(value: Any, path: str, problems: list[Problem]) -> int | None:
         return None
     try:
         return limits.count(value, high=limits.MAX_NODES, what="a number of nodes")
-    except limits.InvalidValue as exc:
+    except limits.InvalidValueError as exc:
         problems.append(Problem(path, str(exc)))
         return None
 
@@ -120,7 +120,7 @@ def parse_group_config(data: Any, file: str) -> GroupConfig:
         if price is not None:
             try:
                 price = limits.price(price)
-            except limits.InvalidValue as exc:
+            except limits.InvalidValueError as exc:
                 problems.append(Problem(f"{where}.price_per_hour", str(exc)))
                 price = None
         capacity = None
@@ -160,7 +160,7 @@ def _resources(value: Any, path: str, problems: list[Problem]) -> Resources | No
     for name, q in value.items():
         try:
             items[str(name)] = quantity(q, str(name))
-        except limits.InvalidValue as exc:
+        except limits.InvalidValueError as exc:
             problems.append(Problem(f"{path}.{name}", str(exc)))
     return Resources(items)
 
@@ -233,7 +233,9 @@ def read_autoscaler_status(
                 continue
             health = ng.get("health") if isinstance(ng.get("health"), Mapping) else ng
             assert isinstance(health, Mapping)
-            bounds = _bounds(health.get("minSize", ng.get("minSize")), health.get("maxSize", ng.get("maxSize")))
+            bounds = _bounds(
+                health.get("minSize", ng.get("minSize")), health.get("maxSize", ng.get("maxSize"))
+            )
             if isinstance(bounds, str):
                 problems.append(Problem(f"{at}.health", bounds))
                 continue
@@ -270,7 +272,7 @@ def _bounds(lo: Any, hi: Any) -> tuple[int, int] | str:
     try:
         low = limits.count(lo, high=2**63 - 1, what="minSize, a number of nodes")
         high = limits.count(hi, high=2**63 - 1, what="maxSize, a number of nodes")
-    except limits.InvalidValue as exc:
+    except limits.InvalidValueError as exc:
         return str(exc)
     low, high = min(low, limits.MAX_NODES), min(high, limits.MAX_NODES)
     if low > high:

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from makeroom.errors import InputError, Problem
-from makeroom.model import limits
 from makeroom.model import (
     REPLICAS_OWNER,
     DisruptionBudget,
@@ -32,6 +31,7 @@ from makeroom.model import (
     TaintEffect,
     Toleration,
     Workload,
+    limits,
 )
 from makeroom.model.quantity import MAX_DURATION, MAX_QUANTITY
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
@@ -137,7 +137,10 @@ class _Builder:
         self._add(where, obj)
         if self.skipped is not None and len(self.problems) > before:
             del self.nodes[counts[0] :], self.pods[counts[1] :], self.pdbs[counts[2] :]
-            self.skipped.extend(self.problems.items[before:])
+            name = _name_of(obj)  # the cluster's objects are known by name, not by position
+            for p in self.problems.items[before:]:
+                path = name + p.path[len(where) :] if name and p.path.startswith(where) else p.path
+                self.skipped.append(Problem(path, p.message))
             del self.problems.items[before:]
 
     def _add(self, where: str, obj: Any) -> None:
@@ -271,7 +274,7 @@ class _Builder:
         priority = spec.get("priority", 0)
         try:
             priority = limits.priority(priority)
-        except limits.InvalidValue as exc:
+        except limits.InvalidValueError as exc:
             problems.add(f"{where}.spec.priority", str(exc))
             priority = 0
         policy = spec.get("preemptionPolicy") or _PREEMPT
@@ -402,7 +405,8 @@ class _Builder:
             effect = t.get("effect") or ""
             if effect not in effects:
                 self.problems.add(
-                    f"{where}[{i}].effect", f"expected NoSchedule, PreferNoSchedule or NoExecute, got {effect!r}"
+                    f"{where}[{i}].effect",
+                    f"expected NoSchedule, PreferNoSchedule or NoExecute, got {effect!r}",
                 )
                 continue
             out.append(Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(effect)))
@@ -438,7 +442,7 @@ class _Builder:
         if replicas is not None:
             try:
                 replicas = limits.count(replicas, high=2**31 - 1, what="a number of replicas")
-            except limits.InvalidValue as exc:
+            except limits.InvalidValueError as exc:
                 self.problems.add(f"{where}.spec.replicas", str(exc))
                 return
         annotations = str_map(meta.get("annotations"), f"{where}.metadata.annotations", self.problems)
@@ -482,6 +486,15 @@ class _Builder:
             return
         budget = DisruptionBudget(max_unavailable=hi, min_available=lo)
         self.pdbs.append((namespace, selector if isinstance(selector, Mapping) else EMPTY, budget, where))
+
+
+def _name_of(obj: Any) -> str:
+    """``Pod default/web-1``: how a person finds the object in the cluster."""
+    if not is_map(obj):
+        return ""
+    meta = _map(obj, "metadata")
+    name, ns = meta.get("name"), meta.get("namespace")
+    return f"{obj.get('kind')} {ns}/{name}" if ns else f"{obj.get('kind')} {name}"
 
 
 def _unschedulable_since(conditions: list[Any]) -> float | None:

@@ -14,7 +14,7 @@ def _cached(name: str, value: str) -> int:
 
 def quantity(value: object, name: str = "") -> int:
     """Milli-units of a Kubernetes quantity of resource ``name`` (a string or a number), by the shared
-    rules (``limits.resource_quantity``); InvalidValue if it breaks one, QuantityRangeError when only
+    rules (``limits.resource_quantity``); InvalidValueError if it breaks one, QuantityRangeError when only
     its size does."""
     if isinstance(value, str):
         return _cached(name, value)
