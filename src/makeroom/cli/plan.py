@@ -12,7 +12,7 @@ import typer
 from makeroom.cli.app import app
 from makeroom.cli.common import guarded, print_json, say, usage_error
 from makeroom.errors import InputError, Problem
-from makeroom.model import QuantityError, parse_duration
+from makeroom.model import limits
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, plan
 from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
@@ -35,6 +35,9 @@ def state_of_scenario(data: Any, file: str, at: float) -> ClusterState:
     from makeroom.sim import Options, Simulation
 
     scenario = parse_scenario(data, file)
+    if at > scenario.spec.duration:
+        message = f"expected a time within the scenario's duration ({scenario.spec.duration:g}s), got {at:g}s"
+        raise InputError("--at", [Problem("", message)])
     sim = Simulation(scenario, Options(strategy="none", keep_events=False, keep_samples=False))
     sim.run(until=at)
     return sim.world.state
@@ -104,8 +107,8 @@ def plan_cmd(
 
     def go() -> None:
         try:
-            when = parse_duration(at)
-        except QuantityError as exc:
+            when = limits.duration(at)
+        except limits.InvalidValueError as exc:
             usage_error(f"--at: {exc}")
         if kubeconfig is not None:
             from makeroom.cli.run import live_state

@@ -7,8 +7,9 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
@@ -16,9 +17,14 @@ import yaml
 from makeroom.cli.app import app
 from makeroom.cli.common import console, fail, guarded, usage_error
 from makeroom.controller import STRATEGIES, ControllerConfig
-from makeroom.model import QuantityError, parse_duration
+from makeroom.model import limits
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
+
+T = TypeVar("T")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+MAX_QPS = 10_000.0
+MAX_BURST = 100_000
 
 KubeconfigOpt = Annotated[
     Path | None,
@@ -53,11 +59,26 @@ def connect_or_exit(
     return api, where
 
 
-def _seconds(name: str, value: str) -> float:
+def _checked(option: str, rule: Callable[[Any], T], value: Any) -> T:
+    """``value`` by its rule in ``makeroom.model.limits``, or exit 2 naming the option."""
     try:
-        return parse_duration(value)
-    except QuantityError as exc:
-        usage_error(f"{name}: {exc}")
+        return rule(value)
+    except limits.InvalidValueError as exc:
+        usage_error(f"{option}: {exc}")
+
+
+_FLAG = {"max_moves_in_flight": "--max-moves"}  # the flags whose name is not the field's
+
+
+def config_from_flags(strategy: str, consolidation: bool, **flags: Any) -> ControllerConfig:
+    """The controller's configuration from the flags, each number by its rule (``CONTROLLER_RULES``,
+    the same as a scenario's ``controller:`` section)."""
+    values = {
+        name: _checked(_FLAG.get(name, "--" + name.replace("_", "-")), rule, flags[name])
+        for name, rule in limits.CONTROLLER_RULES.items()
+        if name in flags
+    }
+    return ControllerConfig(strategy=strategy, consolidation=consolidation, **values)
 
 
 def _groups(path: Path | None) -> GroupConfig | None:
@@ -91,12 +112,10 @@ def run_cmd(
     ] = True,
     consolidation_min_saving: Annotated[
         float,
-        typer.Option(
-            "--consolidation-min-saving", min=0.0, max=1.0, help="Share of the node's price to save."
-        ),
+        typer.Option("--consolidation-min-saving", help="Share of the node's price to save (0 to 1)."),
     ] = 0.2,
     consolidation_max_moves: Annotated[
-        int, typer.Option("--consolidation-max-moves", min=1, help="Pods moved per --consolidation-window.")
+        int, typer.Option("--consolidation-max-moves", help="Pods moved per --consolidation-window.")
     ] = 10,
     consolidation_window: Annotated[
         str, typer.Option("--consolidation-window", help="The window of the consolidation budget.")
@@ -139,24 +158,30 @@ def run_cmd(
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging
-    from makeroom.kube.runner import Runner, RunOptions, default_identity
+    from makeroom.kube.runner import ListenError, Runner, RunOptions, default_identity
 
     if strategy not in STRATEGIES:
         usage_error(f"--strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if nomination not in ("auto", "status", "taint"):
         usage_error(f"--nomination: expected auto, status or taint, got {nomination!r}")
-    config = ControllerConfig(
-        strategy=strategy,
-        interval=_seconds("--interval", interval),
-        timeout=_seconds("--timeout", timeout),
-        cooldown=_seconds("--cooldown", cooldown),
+    if log_level.lower() not in LOG_LEVELS:
+        usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    config = config_from_flags(
+        strategy,
+        consolidate,
+        interval=interval,
+        timeout=timeout,
+        cooldown=cooldown,
         max_moves_in_flight=max_moves,
-        consolidation=consolidate,
         consolidation_min_saving=consolidation_min_saving,
         consolidation_max_moves=consolidation_max_moves,
-        consolidation_window=_seconds("--consolidation-window", consolidation_window),
-        consolidation_wait=_seconds("--consolidation-wait", consolidation_wait),
+        consolidation_window=consolidation_window,
+        consolidation_wait=consolidation_wait,
     )
+    port = _checked("--metrics-port", limits.port, metrics_port)
+    host = _checked("--metrics-host", limits.ip_address, metrics_host)
+    _checked("--qps", lambda v: limits.number(v, low=0, high=MAX_QPS, low_open=True), qps)
+    _checked("--burst", lambda v: limits.count(v, low=1, high=MAX_BURST), burst)
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))
     api, where = connect_or_exit(kubeconfig, context, impersonate, qps, burst)
@@ -165,8 +190,8 @@ def run_cmd(
         dry_run=dry_run,
         namespaces=tuple(namespace or ()),
         groups=group_config,
-        metrics_port=metrics_port or None,
-        metrics_host=metrics_host,
+        metrics_port=port or None,
+        metrics_host=host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,
@@ -192,7 +217,10 @@ def run_cmd(
             "leader_elect": leader_elect,
         },
     )
-    code = Runner(api, opts, stop).run()
+    try:
+        code = Runner(api, opts, stop).run()
+    except ListenError as exc:
+        usage_error(f"--metrics-port: {exc}")
     raise typer.Exit(code)
 
 

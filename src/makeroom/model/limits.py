@@ -3,7 +3,7 @@ CSVs, groups files and command-line flags all check their values here, so one ru
 and one range wherever it is met.
 
 Each check takes the raw value (as YAML, JSON, a CSV cell or a flag gives it) and returns it
-converted, or raises ``InvalidValue`` whose message says what was expected and what was given; the
+converted, or raises ``InvalidValueError`` whose message says what was expected and what was given; the
 caller adds the file and the key path. Pure: no I/O.
 """
 
@@ -18,7 +18,7 @@ from makeroom.model.quantity import (
     MAX_DURATION,
     MAX_QUANTITY,
     MILLI,
-    InvalidValue,
+    InvalidValueError,
     QuantityError,
     QuantityRangeError,
     parse_duration,
@@ -38,7 +38,7 @@ __all__ = [
     "MAX_REPLICAS",
     "MIN_INTERVAL",
     "MIN_PRIORITY",
-    "InvalidValue",
+    "InvalidValueError",
     "QuantityError",
     "QuantityRangeError",
     "count",
@@ -85,9 +85,9 @@ def _is_int(value: object) -> TypeGuard[int]:
 def count(value: object, *, low: int = 0, high: int, what: str = "a whole number") -> int:
     """A whole number in [low, high]: an int (never a bool, a float or a string)."""
     if not _is_int(value):
-        raise InvalidValue(f"expected {what} from {low} to {high}, got {value!r}")
+        raise InvalidValueError(f"expected {what} from {low} to {high}, got {value!r}")
     if not low <= value <= high:
-        raise InvalidValue(f"expected {what} from {low} to {high}, got {value}")
+        raise InvalidValueError(f"expected {what} from {low} to {high}, got {value}")
     return value
 
 
@@ -102,16 +102,16 @@ def number(
     """A finite number in [low, high] (or (low, high] when ``low_open``); ints, floats and numeric
     strings (a flag's or a CSV cell's text) are taken, never a bool."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InvalidValue(f"expected {what}, got {value!r}")
+        raise InvalidValueError(f"expected {what}, got {value!r}")
     try:
         result = float(value)
     except (ValueError, OverflowError):
-        raise InvalidValue(f"expected {what}, got {value!r}") from None
+        raise InvalidValueError(f"expected {what}, got {value!r}") from None
     if not math.isfinite(result):
-        raise InvalidValue(f"expected a finite number, got {value!r}")
+        raise InvalidValueError(f"expected a finite number, got {value!r}")
     bound = f"more than {low:g}" if low_open else f"{low:g} or more"
     if (result <= low if low_open else result < low) or result > high:
-        raise InvalidValue(f"expected {what} {bound} and at most {high:g}, got {value!r}")
+        raise InvalidValueError(f"expected {what} {bound} and at most {high:g}, got {value!r}")
     return result
 
 
@@ -163,7 +163,7 @@ def quantity(value: object) -> int:
 
 
 def whole_units(name: str, milli: int, given: object) -> int:
-    """``milli`` unchanged, or InvalidValue when ``name`` counts whole units and it is a fraction."""
+    """``milli`` unchanged, or InvalidValueError when ``name`` counts whole units and it is a fraction."""
     if milli % MILLI and is_integer_resource(name):
         raise QuantityError(f"expected a whole number of {name}, got {given!r}")
     return milli
@@ -184,7 +184,8 @@ def ip_address(value: object) -> str:
     try:
         return str(ipaddress.ip_address(str(value).strip("[]")))
     except ValueError:
-        raise InvalidValue(f"expected an IP address such as 0.0.0.0 or 127.0.0.1, got {value!r}") from None
+        message = f"expected an IP address such as 0.0.0.0 or 127.0.0.1, got {value!r}"
+        raise InvalidValueError(message) from None
 
 
 def depth_problem(data: Any, limit: int = MAX_DEPTH) -> str | None:
@@ -224,4 +225,3 @@ CONTROLLER_RULES: Mapping[str, Callable[[Any], Any]] = {
 }
 """The rule of each number of the controller's configuration (``ControllerConfig`` field name to its
 check), for the flags of ``makeroom run``, the scenario's ``controller:`` section and the config type."""
-

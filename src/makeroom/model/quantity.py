@@ -41,12 +41,12 @@ that far away is one that never fires."""
 _MAX_TEXT = 100  # characters of a quantity or a duration: longer is no number a person wrote
 
 
-class InvalidValue(ValueError):
+class InvalidValueError(ValueError):
     """A value that breaks one of makeroom's input rules; the message says what was expected and what
     was given, and the caller adds the file and the key path."""
 
 
-class QuantityError(InvalidValue):
+class QuantityError(InvalidValueError):
     """A quantity or duration that does not follow the Kubernetes syntax, or is out of range."""
 
 

@@ -107,7 +107,9 @@ def parse_yaml(text: str, file: str) -> Any:
     except yaml.YAMLError as exc:
         raise InputError(file, [Problem("", f"not valid YAML: {exc}")]) from None
     except RecursionError:  # pragma: no cover - the depth limit comes first
-        raise InputError(file, [Problem("", f"not valid YAML: nested deeper than {MAX_DEPTH} levels")]) from None
+        raise InputError(
+            file, [Problem("", f"not valid YAML: nested deeper than {MAX_DEPTH} levels")]
+        ) from None
 
 
 def read_yaml(path: Path) -> Any:
@@ -123,7 +125,9 @@ def read_data(path: Path) -> Any:
         try:
             data = json.loads(text)
         except RecursionError:
-            raise InputError(file, [Problem("", f"not valid JSON: nested deeper than {MAX_DEPTH} levels")]) from None
+            raise InputError(
+                file, [Problem("", f"not valid JSON: nested deeper than {MAX_DEPTH} levels")]
+            ) from None
         except ValueError:
             return parse_yaml(text, file)  # not JSON after all: YAML says where it breaks
         problem = depth_problem(data)

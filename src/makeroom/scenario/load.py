@@ -22,8 +22,8 @@ from makeroom.model import (
     TaintEffect,
     Toleration,
     Workload,
+    limits,
 )
-from makeroom.model import limits
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
@@ -138,7 +138,7 @@ def _whole_units(quantities: Mapping[str, int], where: str) -> list[Problem]:
     for name, milli in quantities.items():
         try:
             limits.whole_units(name, milli, f"{milli / 1000:g}")
-        except limits.InvalidValue as exc:
+        except limits.InvalidValueError as exc:
             problems.append(Problem(f"{where}.{name}", str(exc)))
     return problems
 
