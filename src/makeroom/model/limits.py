@@ -201,7 +201,7 @@ def depth_problem(data: Any, limit: int = MAX_DEPTH) -> str | None:
         else:
             continue
         if level > limit:
-            return f"expected nesting of at most {limit} levels, found deeper"
+            return f"nested deeper than {limit} levels"
         stack.extend((child, level + 1) for child in children if isinstance(child, Mapping | list))
     return None
 
