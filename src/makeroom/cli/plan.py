@@ -35,9 +35,6 @@ def state_of_scenario(data: Any, file: str, at: float) -> ClusterState:
     from makeroom.sim import Options, Simulation
 
     scenario = parse_scenario(data, file)
-    if at > scenario.spec.duration:
-        message = f"expected a time within the scenario's duration ({scenario.spec.duration:g}s), got {at:g}s"
-        raise InputError("--at", [Problem("", message)])
     sim = Simulation(scenario, Options(strategy="none", keep_events=False, keep_samples=False))
     sim.run(until=at)
     return sim.world.state

@@ -1,0 +1,98 @@
+"""Objects of the cluster that break an input rule never stop `makeroom run`: a pod that asks for more
+than any node could hold (10Pi of memory, which the API server accepts) fits nowhere, a node that
+claims that much stays in the plan, a garbled autoscaler status is said in the log; every other pod
+is still made room for, and `Runner.once()` never raises."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from makeroom.snapshot.fields import UNFIT
+from tests.kube.test_adapter import NS, pod, pod_path
+from tests.kube.test_runner import cluster, runner
+
+RELOCATION = "makeroom.io/relocation"
+
+
+def huge(name: str, node: str | None) -> dict[str, object]:
+    p = pod(name, node, priority=1000)
+    p["metadata"]["labels"] = {"app": "huge", "pod-template-hash": "h9"}
+    p["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "huge-h9", "controller": True}]
+    p["spec"]["containers"][0]["resources"]["requests"]["memory"] = "10Pi"
+    return p
+
+
+def relocating(server: object) -> bool:
+    return RELOCATION in (server.objects[pod_path("p")]["metadata"].get("annotations") or {})  # type: ignore[attr-defined]
+
+
+def test_a_pod_asking_10pi_fits_nowhere_and_the_others_are_still_served() -> None:
+    server = cluster()
+    server.put(pod_path("huge"), huge("huge", None))
+    r = runner(server)
+    r.once()  # used to raise OverflowError out of the loop
+    assert relocating(server)
+    state = r.cache.state()
+    assert state.pods[f"{NS}/huge"].spec.requests["memory"] == UNFIT
+    assert not state.feasible(state.pods[f"{NS}/huge"]).any()
+
+
+def test_a_bound_pod_asking_10pi_fills_its_node_and_nothing_crashes() -> None:
+    server = cluster()
+    server.put(pod_path("huge"), huge("huge", "cpu-0"))  # a nodeName written by hand
+    r = runner(server)
+    r.once()
+    state = r.cache.state()
+    assert f"{NS}/huge" in state.pods
+    assert not relocating(server)  # the CPU node it squats on has no room for the victims any more
+
+
+def test_a_node_claiming_10pi_stays_in_the_plan() -> None:
+    server = cluster()
+    cpu = server.objects["/api/v1/nodes/cpu-0"]
+    cpu["status"]["allocatable"]["memory"] = "10Pi"
+    r = runner(server)
+    r.once()
+    assert relocating(server)
+    assert "cpu-0" in r.cache.state().nodes
+
+
+def test_a_garbled_autoscaler_status_is_logged_and_the_groups_file_used(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = cluster()
+    server.put(
+        "/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-status",
+        {
+            "kind": "ConfigMap",
+            "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
+            "data": {"status": "%%% garbled %%%"},
+        },
+    )
+    r = runner(server)
+    with caplog.at_level(logging.WARNING, logger="makeroom.kube.cache"):
+        r.once()
+    assert relocating(server)
+    problems = [rec.__dict__.get("problem", "") for rec in caplog.records]
+    assert any("data.status: expected the cluster-autoscaler status" in p for p in problems), problems
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="makeroom.kube.cache"):
+        r.cache.informers["Pod"].relist()
+        r.cache.state()
+    assert not caplog.records  # said once, not at every build
+
+
+def test_a_pod_turning_invalid_between_builds_is_left_out_of_the_incremental_update() -> None:
+    server = cluster()
+    r = runner(server)
+    r.cache.state()
+    server.put(
+        pod_path("w0"),
+        {**pod("w0", "gpu-0", cpu="2"), "spec": {**pod("w0", "gpu-0")["spec"], "priority": "high"}},
+    )
+    r.cache.informers["Pod"].relist()
+    state = r.cache.state()  # used to raise InputError, which stopped every relocation
+    assert f"{NS}/w0" not in state.pods
+    assert r.cache.builds["incremental"] == 1
