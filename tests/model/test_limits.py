@@ -19,6 +19,7 @@ from makeroom.model.quantity import (
     parse_quantity,
 )
 from makeroom.model.resources import ResourceIndex
+from makeroom.scenario.files import json_depth
 
 
 @pytest.mark.parametrize(
@@ -61,9 +62,9 @@ def test_counts_priorities_and_numbers() -> None:
             limits.count(bad, high=5)
     with pytest.raises(limits.InvalidValueError, match="-2147483648 to 2147483647"):
         limits.priority(2**31)
-    for bad in (math.nan, math.inf, "inf", "nan", True, "abc", [1]):
+    for not_a_share in (math.nan, math.inf, "inf", "nan", True, "abc", [1]):
         with pytest.raises(limits.InvalidValueError):
-            limits.ratio(bad)
+            limits.ratio(not_a_share)
     assert limits.price("0.5") == 0.5  # a flag's or a cell's text
     with pytest.raises(limits.InvalidValueError, match="at most 1e\\+06"):
         limits.price(1e300)
@@ -103,9 +104,8 @@ def test_ports_and_addresses() -> None:
         limits.ip_address("not-an-ip")
 
 
-def test_depth_is_measured_without_recursion() -> None:
-    deep: list[object] = []
-    for _ in range(100_000):
-        deep = [deep]
-    assert limits.depth_problem(deep) is not None
-    assert limits.depth_problem({"a": [{"b": 1}]}) is None
+def test_json_depth_is_measured_without_recursion_and_outside_strings() -> None:
+    assert json_depth("[" * 100_000 + "]" * 100_000) == 100_000
+    assert json_depth('{"a": [{"b": 1}]}') == 3
+    assert json_depth('{"a": "' + "[" * 500 + '"}') == 1  # text, not nesting
+    assert json_depth('{"a": "\\"' + ', "b": [[]]}') == 3  # an escaped backslash ends no string

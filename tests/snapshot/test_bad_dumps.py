@@ -256,3 +256,12 @@ def test_many_problems_are_cut_short(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 51 and lines[-1] == f"{file}: ... and 150 more problems"
+
+
+def test_brackets_inside_strings_are_no_nesting(tmp_path: Path) -> None:
+    data = dump()
+    data["items"][IRIS]["metadata"]["annotations"] = {"note": "[" * 200 + '\\"{{{' + "}" * 3}
+    file = tmp_path / "brackets.json"
+    file.write_text(json.dumps(data))
+    result = cli("plan", file, "--json")
+    assert result.exit_code == 0, result.output

@@ -42,7 +42,6 @@ __all__ = [
     "QuantityError",
     "QuantityRangeError",
     "count",
-    "depth_problem",
     "duration",
     "interval",
     "ip_address",
@@ -73,7 +72,7 @@ MAX_PRICE = 1e6
 """Price of one node per hour: more is a typo, and it would turn costs into infinities."""
 MAX_DEPTH = 64
 """Nesting of a YAML or JSON document: a Kubernetes object nests about 12 deep; deeper is refused
-before anything recurses into it."""
+before anything recurses into it (``scenario.files``)."""
 MAX_FACTOR = 1000.0
 """Multipliers of the trace converters (replicas x F, nodes x F, max nodes x H)."""
 
@@ -186,24 +185,6 @@ def ip_address(value: object) -> str:
     except ValueError:
         message = f"expected an IP address such as 0.0.0.0 or 127.0.0.1, got {value!r}"
         raise InvalidValueError(message) from None
-
-
-def depth_problem(data: Any, limit: int = MAX_DEPTH) -> str | None:
-    """None when ``data`` (parsed YAML or JSON) nests at most ``limit`` deep, else a message. Walks
-    without recursion, and stops at the first container that is too deep."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if level > limit:
-            return f"nested deeper than {limit} levels"
-        stack.extend((child, level + 1) for child in children if isinstance(child, Mapping | list))
-    return None
 
 
 def moves(value: object) -> int:
