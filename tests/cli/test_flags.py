@@ -35,7 +35,12 @@ def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     api = Api(FakeApiServer(), RateLimiter(0, 1), sleep=lambda s: None)
     monkeypatch.setattr(makeroom.cli.run, "connect_or_exit", lambda *a, **k: (api, "fake"))
     started: list[int] = []
-    monkeypatch.setattr(Runner, "run", lambda self: started.append(1) or 0)
+
+    def run(self: Runner) -> int:
+        started.append(1)
+        return 0
+
+    monkeypatch.setattr(Runner, "run", run)
     return started
 
 
