@@ -96,3 +96,20 @@ def test_a_pod_turning_invalid_between_builds_is_left_out_of_the_incremental_upd
     state = r.cache.state()  # used to raise InputError, which stopped every relocation
     assert f"{NS}/w0" not in state.pods
     assert r.cache.builds["incremental"] == 1
+
+
+def test_many_pods_asking_10pi_on_one_node_do_not_wrap_its_room_around() -> None:
+    server = cluster()
+    for i in range(12):  # 12 x 1Pi is past int64: the node would look empty
+        server.put(pod_path(f"huge{i}"), huge(f"huge{i}", "cpu-0"))
+    r = runner(server)
+    r.once()
+    state = r.cache.state()
+    slot, memory = state.slot_of["cpu-0"], state.index.position("memory")
+    assert state.alloc[slot, memory] - state.used[slot, memory] < 0  # full, not wrapped to "free"
+    assert not relocating(server)
+    for i in range(12, 16):  # more, between full builds (the pod-by-pod update): 16 x 1Pi wraps too
+        server.put(pod_path(f"huge{i}"), huge(f"huge{i}", "cpu-0"))
+    r.cache.informers["Pod"].relist()
+    state = r.cache.state()
+    assert state.alloc[slot, memory] - state.used[slot, memory] < 0

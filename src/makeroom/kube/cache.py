@@ -23,6 +23,7 @@ from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
 from makeroom.snapshot import STATUS_CONFIGMAP, GroupConfig, pod_from_object, state_from_objects
+from makeroom.snapshot.fields import UNFIT
 
 log = logging.getLogger("makeroom.kube.cache")
 JSON = dict[str, Any]
@@ -321,6 +322,8 @@ class Cache:
             if new is not None:
                 if new.node is not None and new.node not in state.nodes:
                     raise _RebuildError(f"pod {key} on an unknown node")
+                if new.node is not None and any(v >= UNFIT for v in new.spec.requests.values()):
+                    raise _RebuildError(f"pod {key} asks for more than any node holds")
                 if new.workload is not None and new.workload not in state.workloads:
                     raise _RebuildError(f"a new workload {new.workload}")
             old = state.pods.get(key)

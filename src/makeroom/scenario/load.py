@@ -129,6 +129,21 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             )
     for i, e in enumerate(spec.events):
         problems += _check_event(e, f"events[{i}]", spec, live, node_pattern)
+    # Each count is in range; so must their sum be, or a file of many small parts is a cluster larger
+    # than Kubernetes runs (and a simulation that does not end).
+    nodes = sum(g.initial for g in spec.node_groups)
+    if nodes > limits.MAX_NODES:
+        problems.append(
+            Problem("node_groups", f"expected at most {limits.MAX_NODES} initial nodes in all, got {nodes}")
+        )
+    pods = sum(w.replicas for w in spec.workloads)
+    if pods > limits.MAX_REPLICAS:
+        problems.append(
+            Problem(
+                "workloads",
+                f"expected at most {limits.MAX_REPLICAS} replicas in all at the start, got {pods}",
+            )
+        )
     return problems
 
 

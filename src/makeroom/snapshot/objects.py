@@ -726,6 +726,7 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
         seen_nodes.add(n.name)
         state.add_node(n)
     seen_pods: set[str] = set()
+    full: set[str] = set()  # nodes already holding a pod that asks beyond any node (UNFIT)
     accepted: list[Pod] = []
     nominations: list[tuple[Pod, str]] = []
     for pod, info in b.pods:
@@ -738,6 +739,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
                 Problem(f"{info}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
             )
             continue
+        if pod.node is not None and any(v >= UNFIT for v in pod.spec.requests.values()):
+            # A hostile nodeName: the kubelet will refuse the pod; until then one such pod takes the
+            # whole node, and a pile of them must not add up past int64.
+            if pod.node in full:
+                continue
+            full.add(pod.node)
         if pod.node is None and pod.nominated_node in state.nodes:
             nominations.append((pod, pod.nominated_node))
         pod.nominated_node = None
