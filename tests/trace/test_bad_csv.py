@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from makeroom.cli.trace import _checked
+from makeroom.errors import InputError
 from makeroom.scenario import load_scenario
+from makeroom.trace.common import Conversion
 from tests.conftest import cli
+from tests.test_fuzz_input import no_hang
 from tests.trace.test_dlrm import HEADER, ROWS, row
 from tests.trace.test_gpu import NODE_HEADER, NODES, POD_HEADER, PODS, write_dir
 
@@ -138,3 +142,24 @@ def test_what_the_gpu_trace_writes_counts_shared_gpus_in_whole_units(tmp_path: P
     assert "alibaba.com/gpu-milli: '460'" in text
     run = cli("simulate", out, "--json")
     assert run.exit_code == 0, run.output
+
+
+def test_a_window_scaled_beyond_what_a_scenario_holds_is_refused_before_packing(tmp_path: Path) -> None:
+    rows = [row(n, "CN", "app_0") for n in range(200)]  # x 1000: 200,000 replicas on 67,000 nodes
+    with no_hang(60):  # packing them pod by pod took hours
+        code, err, _ = dlrm(tmp_path, "\n".join([HEADER, *rows]) + "\n", "--scale", "1000")
+    assert code == 2
+    assert err.strip() == (
+        "--scale: the window x --scale 1000 needs 200000 replicas of one workload (at most 150000) and "
+        "80001 cpu nodes at the peak x --headroom (at most 5000)"
+    )
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_a_converted_scenario_is_read_back_before_it_is_written() -> None:
+    broken = Conversion({"version": 1, "name": "x", "duration": "1h", "node_groups": [], "workloads": []})
+    with pytest.raises(InputError) as exc:
+        _checked(broken, "trace.csv")
+    assert exc.value.lines() == [
+        "trace.csv: the converted scenario breaks a rule: node_groups: expected at least one entry"
+    ]

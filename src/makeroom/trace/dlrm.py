@@ -249,6 +249,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
                 )
             ],
         )
+    _check_size(asks, shapes, options)
     groups = [_group(g, shapes[g], asks[g], options.headroom) for g in ("cpu", "gpu")]
     scenario: dict[str, Any] = {
         "version": 1,
@@ -320,15 +321,41 @@ def _workload(
     return workload
 
 
-def _group(
-    name: str, shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]], headroom: float
-) -> dict[str, Any]:
-    """Initial nodes: what the loader's first-fit of the start replicas fills; max: the peak x headroom."""
+def _peak_nodes(shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]]) -> int:
+    """The most nodes of ``shape`` that the replicas need at any sample, by resources alone."""
     samples = len(asks[0][1]) if asks else 1
     bound = 0
     for k in range(samples):
         need = [sum(counts[k] * requests[r] for requests, counts in asks) for r in range(3)]
         bound = max([bound] + [-(-n // shape[res]) for res, n in zip(RESOURCES, need, strict=True) if n])
+    return bound
+
+
+def _check_size(
+    asks: dict[str, list[tuple[tuple[int, int, int], list[int]]]],
+    shapes: dict[str, dict[str, int]],
+    options: Options,
+) -> None:
+    """A window x --scale x --headroom that makes more than a scenario holds is refused here, before
+    the packing of the start replicas would take its time."""
+    problems = []
+    most = max((max(counts) for group in asks.values() for _, counts in group), default=0)
+    if most > limits.MAX_REPLICAS:
+        problems.append(f"{most} replicas of one workload (at most {limits.MAX_REPLICAS})")
+    for group in ("cpu", "gpu"):
+        peak = math.ceil(round(_peak_nodes(shapes[group], asks[group]) * options.headroom, 6))
+        if peak > limits.MAX_NODES:
+            problems.append(f"{peak} {group} nodes at the peak x --headroom (at most {limits.MAX_NODES})")
+    if problems:
+        message = f"the window x --scale {options.scale:g} needs {' and '.join(problems)}"
+        raise InputError("--scale", [Problem("", message)])
+
+
+def _group(
+    name: str, shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]], headroom: float
+) -> dict[str, Any]:
+    """Initial nodes: what the loader's first-fit of the start replicas fills; max: the peak x headroom."""
+    bound = _peak_nodes(shape, asks)
     initial = _first_fit([(requests, counts[0]) for requests, counts in asks], shape)
     group: dict[str, Any] = {
         "name": name,
@@ -348,19 +375,35 @@ def _group(
 
 
 def _first_fit(pods: list[tuple[tuple[int, int, int], int]], shape: dict[str, int]) -> int:
-    """Nodes that a first-fit in this order fills, as the loader places ``placement: {group: n}``."""
+    """Nodes that a first-fit in this order fills, as the loader places ``placement: {group: n}``.
+    Replicas of one workload are alike, so each node in turn takes as many of them as fit: the same
+    nodes as placing them pod by pod, in one step per (workload, node). Every ask fits an empty node
+    (``_check_fits``)."""
     capacity = (shape.get("cpu", 0), shape.get("memory", 0), shape.get(GPU, 0), shape["pods"])
     free: list[list[int]] = []
     for (cpu, memory, gpu), count in pods:
         ask = (cpu, memory, gpu, MILLI)
-        for _ in range(count):
-            home = next((f for f in free if all(a <= room for a, room in zip(ask, f, strict=True))), None)
-            if home is None:
-                home = list(capacity)
-                free.append(home)
-            for r in range(4):
-                home[r] -= ask[r]
+        left = count
+        for room in free:
+            take = min(left, _how_many(ask, room))
+            _take(room, ask, take)
+            left -= take
+        while left:
+            room = list(capacity)
+            take = min(left, _how_many(ask, room))
+            _take(room, ask, take)
+            free.append(room)
+            left -= take
     return len(free)
+
+
+def _take(room: list[int], ask: tuple[int, int, int, int], times: int) -> None:
+    for r in range(4):
+        room[r] -= ask[r] * times
+
+
+def _how_many(ask: tuple[int, int, int, int], room: list[int]) -> int:
+    return min(room[r] // ask[r] for r in range(4) if ask[r])
 
 
 def _notes(source: str, options: Options, kept: int, live: int) -> tuple[str, ...]:
