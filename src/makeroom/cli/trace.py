@@ -44,7 +44,10 @@ def _checked(conversion: Conversion, source: str) -> str:
         raise InputError(
             source,
             [
-                Problem("", f"the converted scenario breaks a rule: {p.path}: {p.message}")
+                Problem(
+                    "",
+                    "the converted scenario breaks a rule: " + (f"{p.path}: " if p.path else "") + p.message,
+                )
                 for p in exc.problems
             ],
         ) from None

@@ -201,8 +201,7 @@ class Cache:
         self._build_lock = threading.Lock()
         self.last_build_seconds = 0.0
         self._logged_problems: set[str] = set()
-        self.skipped_objects = 0
-        """Problems of the cluster's objects in the last build (those objects are left out)."""
+        """Problems of the cluster's objects already logged (those objects are left out)."""
         self.unschedulable_at: dict[str, float] = {}
         """Pod key -> monotonic time its watch event said it became unschedulable (for latency)."""
 
@@ -346,7 +345,6 @@ class Cache:
         for line in sorted(lines - self._logged_problems):
             log.warning("object left out of planning", extra={"problem": line})
         self._logged_problems |= lines
-        self.skipped_objects = len(lines)
 
     def memory_objects(self) -> int:
         return sum(len(inf.store) for inf in self.informers.values())

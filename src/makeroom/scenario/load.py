@@ -250,13 +250,13 @@ def place_initial(
     by_group: dict[str, list[str]] = {}
     for node in nodes:
         by_group.setdefault(node.group, []).append(node.name)
-    groups_by_name = {g.name for g in groups}
+    group_names = {g.name for g in groups}
     placed: list[tuple[str, str]] = []
     problems: list[Problem] = []
     for i, (ws, w) in enumerate(zip(spec.workloads, workloads, strict=True)):
         for target, count in ws.placement.items():
             # A group's nodes in creation order (none when it starts empty), or the one node named.
-            candidates = by_group.get(target, []) if target in groups_by_name else [target]
+            candidates = by_group.get(target, []) if target in group_names else [target]
             for n in range(count):
                 pod = Pod(f"{w.name}-{len(placed)}", w.spec, w.name)
                 mask = state.feasible(pod)
