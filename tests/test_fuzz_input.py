@@ -6,6 +6,7 @@ one into a failure). Derandomized and bounded, so that the fast suite stays fast
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -103,12 +104,12 @@ def mutate(doc: Any, data: st.DataObject) -> Any:
         for part in where[:-1]:
             parent = parent[part]
         op = data.draw(st.sampled_from(["replace", "replace", "remove", "add"]), label="op")
-        if op == "replace":
-            parent[where[-1]] = data.draw(st.sampled_from(HOSTILE), label="value")
+        if op == "replace":  # a copy: a later change may reach into it, and HOSTILE must stay as it is
+            parent[where[-1]] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE), label="value"))
         elif op == "remove":
             del parent[where[-1]]
         elif isinstance(parent, dict):
-            parent["unknown_key"] = data.draw(st.sampled_from(HOSTILE), label="value")
+            parent["unknown_key"] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE), label="value"))
     return doc
 
 
