@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+MAX_LINES = 50
+"""Problems shown of one input: enough to fix a file, few enough to read."""
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -26,7 +29,12 @@ class InputError(Exception):
         super().__init__("\n".join(self.lines()))
 
     def lines(self) -> list[str]:
-        return [p.render(self.file) for p in self.problems]
+        """One line per problem; past ``MAX_LINES`` (a dump of 10,000 pods of one broken template),
+        a last line says how many more there are."""
+        lines = [p.render(self.file) for p in self.problems[:MAX_LINES]]
+        if len(self.problems) > MAX_LINES:
+            lines.append(f"{self.file}: ... and {len(self.problems) - MAX_LINES} more problems")
+        return lines
 
 
 def key_path(loc: Sequence[int | str]) -> str:

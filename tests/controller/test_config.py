@@ -111,8 +111,8 @@ def test_problems_name_each_knob_out_of_range() -> None:
         "consolidation.window",
         "consolidation.wait",
     }
-    assert found["interval"] == "expected greater than 0, got 0.0"
-    assert found["consolidation.min_saving"] == "expected at most 1, got 1.5"
+    assert found["interval"] == "expected a period of at least 0.1s, got 0.0"
+    assert found["consolidation.min_saving"] == "expected a share 0 or more and at most 1, got 1.5"
     assert "finite" in found["cooldown"] and "finite" in found["consolidation.wait"]
     assert ControllerConfig().problems() == []
 

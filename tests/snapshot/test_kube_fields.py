@@ -21,7 +21,7 @@ GROUPS_NODE = {
 STATUS = {
     "kind": "ConfigMap",
     "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
-    "data": {"status": "irrelevant"},
+    "data": {"status": "nodeGroups: []\n"},  # the autoscaler manages no group: sizes are fixed
 }
 
 

@@ -165,7 +165,9 @@ def test_missing_column_missing_file_and_empty_window(tmp_path: Path) -> None:
     csv = write_csv(tmp_path, ROWS)
     (line,) = refused(csv, "--write", out, "--gpu-node", "cpu=4,memory=16Gi,gpu=1")
     assert line.startswith("--gpu-node: a node of cpu=4,memory=16Gi,gpu=1 cannot hold one app_0 HN instance")
-    assert refused(csv, "--write", out, "--scale", "0") == ["options: --scale: expected more than 0, got 0"]
+    assert refused(csv, "--write", out, "--scale", "0") == [
+        "options: --scale: expected a number more than 0 and at most 1000, got 0.0"
+    ]
     assert not out.exists()
 
 

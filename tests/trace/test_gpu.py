@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from makeroom.model.resources import GPU_SHARE
 from makeroom.scenario import load_scenario
 from tests.conftest import cli
 from tests.trace.test_dlrm import data_dir
@@ -58,7 +59,7 @@ def test_nodes_become_fixed_groups_and_pods_workloads_with_events(tmp_path: Path
     assert list(groups) == ["g2", "t4-4g-96c", "t4-2g-104c", "cpu"]  # by nodes, then GPUs
     assert (groups["g2"].min, groups["g2"].max, groups["g2"].initial) == (2, 2, 2)
     assert groups["g2"].labels == {"alibaba.com/gpu-model": "G2"}
-    assert groups["g2"].capacity["nvidia.com/gpu"] == 8000
+    assert groups["g2"].capacity[GPU_SHARE] == 8000 * 1000  # thousandths of a GPU, whole units
     assert groups["cpu"].capacity == {"cpu": 32000, "memory": 256 * 2**30 * 1000}
     assert not spec.autoscaler.enabled
     assert [(w.name, w.priority) for w in spec.workloads] == [("openb-pod-0000", 1000), ("openb-pod-0001", 0)]
@@ -72,7 +73,7 @@ def test_nodes_become_fixed_groups_and_pods_workloads_with_events(tmp_path: Path
         (2000, "delete", "openb-pod-0002"),
     ]
     shared = next(e.deploy for e in spec.events if e.deploy)
-    assert shared.requests["nvidia.com/gpu"] == 460 and shared.priority == 100
+    assert shared.requests[GPU_SHARE] == 460 * 1000 and shared.priority == 100
     run = cli("simulate", out, "--strategy", "migrate", "--json")
     assert run.exit_code == 0, run.output
     assert json.loads(run.stdout)["pending_at_end"] == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,14 +24,14 @@ from makeroom.cli.common import (
 )
 from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
-from makeroom.model import QuantityError, parse_duration
+from makeroom.model import limits
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
 from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.report.units import count, duration, per_hour
-from makeroom.scenario import parse_scenario, read_yaml
+from makeroom.scenario import parse_scenario, read_data, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
 
 FileArg = Annotated[
@@ -93,27 +92,12 @@ def state_of_dump(data: Mapping[str, Any], file: str, groups: GroupConfig | None
     return state_from_objects(items, groups, None, source=file, prefix="items")
 
 
-def read_input(file: Path) -> Any:
-    """JSON (``kubectl get -o json``, parsed fast) or YAML (scenarios and ``-o yaml`` dumps)."""
-    try:
-        with file.open("rb") as f:
-            head = f.read(64).lstrip()
-    except OSError:
-        return read_yaml(file)  # reports the file's problem the same way for every command
-    if head.startswith(b"{"):
-        try:
-            return json.loads(file.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            pass  # not JSON after all: YAML reports where it breaks
-    return read_yaml(file)
-
-
 def load_state(
     file: Path, at: float | None, groups_file: Path | None
 ) -> tuple[ClusterState, float, str, str]:
     """The state to plan on, the planner's ``now``, a short description of where it came from, and
     for a scenario planned at its first pending moment, a sentence saying so."""
-    data = read_input(file)
+    data = read_data(file)
     if is_kube_dump(data):
         groups = parse_group_config(read_yaml(groups_file), str(groups_file)) if groups_file else None
         state = state_of_dump(data, str(file), groups)
@@ -188,8 +172,8 @@ def plan_cmd(
         when: float | None = None
         if at is not None:
             try:
-                when = parse_duration(at)
-            except QuantityError as exc:
+                when = limits.duration(at)
+            except limits.InvalidValueError as exc:
                 usage_error(f"--at: {exc}")
         why = ""
         if kubeconfig is not None:

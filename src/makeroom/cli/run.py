@@ -8,8 +8,9 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
@@ -21,7 +22,7 @@ from makeroom.controller.config import duration_text, metadata_of
 from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Side
 from makeroom.kube.client import ConnectOptions
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
-from makeroom.model import QuantityError, parse_duration
+from makeroom.model import limits
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
 
@@ -62,11 +63,23 @@ def connect_or_exit(
     return api, where
 
 
-def _seconds(name: str, value: str) -> float:
+T = TypeVar("T")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+MAX_QPS = 10_000.0
+MAX_BURST = 100_000
+
+
+def _checked(option: str, rule: Callable[[Any], T], value: Any) -> T:
+    """``value`` by its rule in ``makeroom.model.limits``, or exit 2 naming the option."""
     try:
-        return parse_duration(value)
-    except QuantityError as exc:
-        usage_error(f"{name}: {exc}")
+        return rule(value)
+    except limits.InvalidValueError as exc:
+        usage_error(f"{option}: {exc}")
+
+
+def _seconds(name: str, value: str) -> float:
+    """A duration flag; its range is the knob's own (``ControllerConfig.problems``)."""
+    return _checked(name, limits.duration, value)
 
 
 # The flags' defaults are those of the options they set (controller/config.py, kube/options.py,
@@ -220,12 +233,14 @@ def run_cmd(
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging
-    from makeroom.kube.runner import Runner
+    from makeroom.kube.runner import ListenError, Runner
 
     if strategy not in RELOCATING:
         usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
     if nomination not in set(NominationMode):
         usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
+    if log_level.lower() not in LOG_LEVELS:
+        usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
     config = ControllerConfig(
         strategy=Strategy(strategy),
         interval=_seconds("--interval", interval),
@@ -247,6 +262,10 @@ def run_cmd(
         (room_for_namespace or [], room_for_namespace_selector, room_for_priority_class or []),
         (move_namespace or [], move_namespace_selector, move_priority_class or []),
     )
+    port = _checked("--metrics-port", limits.port, metrics_port)
+    host = _checked("--metrics-host", limits.ip_address, metrics_host)
+    _checked("--qps", lambda v: limits.number(v, low=0, high=MAX_QPS, low_open=True), qps)
+    _checked("--burst", lambda v: limits.count(v, low=1, high=MAX_BURST), burst)
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))
     api, where = connect_or_exit(kubeconfig, context, impersonate, qps, burst)
@@ -256,8 +275,8 @@ def run_cmd(
         scope=scope,
         records_namespace=records_namespace,
         groups=group_config,
-        metrics_port=metrics_port or None,
-        metrics_host=metrics_host,
+        metrics_port=port or None,
+        metrics_host=host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,
@@ -283,7 +302,10 @@ def run_cmd(
             "leader_elect": leader_elect,
         },
     )
-    code = Runner(api, opts, stop).run()
+    try:
+        code = Runner(api, opts, stop).run()
+    except ListenError as exc:
+        usage_error(f"--metrics-port: {exc}")
     raise typer.Exit(code)
 
 

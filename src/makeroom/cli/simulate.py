@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,12 +47,26 @@ ReportOpt = Annotated[
 
 
 def _check_report_path(path: Path | None) -> None:
+    """Refuse a picture that cannot be written before the runs it shows take their time."""
     if path is None:
         return
     if path.suffix.lower() not in (".png", ".svg", ".html", ".htm"):
         raise InputError(str(path), [Problem("", "expected a report path ending in .png, .svg or .html")])
-    if not path.parent.exists():
-        raise InputError(str(path), [Problem("", f"expected an existing directory {path.parent}")])
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(str(path), [Problem("", f"expected an existing directory {parent}")])
+    if path.is_dir():
+        raise InputError(str(path), [Problem("", "expected a file name, found a directory")])
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(str(path), [Problem("", "cannot write here: permission denied")])
+
+
+def _render(render: Callable[[], Path], path: Path) -> None:
+    """Draw and write the picture; a file system that refuses it is reported as input, exit 2."""
+    try:
+        render()
+    except OSError as exc:
+        raise InputError(str(path), [Problem("", f"cannot write: {exc.strerror or exc}")]) from None
 
 
 def _run_all(
@@ -96,7 +112,7 @@ def simulate_cmd(
         if report is not None:
             from makeroom.report import render_run
 
-            render_run(result, report)
+            _render(lambda: render_run(result, report), report)
         if fmt.data:
             emit(result.to_json(), fmt)
             return result
@@ -161,7 +177,7 @@ def compare_cmd(
         if report is not None:
             from makeroom.report import render_comparison
 
-            render_comparison(results, report)
+            _render(lambda: render_comparison(results, report), report)
         if fmt.data:
             emit(_comparison_json(scenario, results), fmt)
             return results
@@ -208,7 +224,7 @@ def demo_cmd(
         if target is not None:
             from makeroom.report import render_demo
 
-            render_demo([results for _, results in comparisons], target)
+            _render(lambda: render_demo([results for _, results in comparisons], target), target)
         if fmt.data:
             emit([_comparison_json(s, rs) for s, rs in comparisons], fmt)
         else:

@@ -12,6 +12,7 @@ from makeroom.cli.app import app
 from makeroom.cli.common import console, guarded, usage_error, warn
 from makeroom.errors import InputError, Problem
 from makeroom.model.quantity import QuantityError, parse_duration
+from makeroom.trace.common import Conversion
 from makeroom.trace.dlrm import CPU_NODE, GPU, GPU_NODE
 
 trace_app = typer.Typer(
@@ -44,6 +45,29 @@ def _seconds(text: str, option: str) -> float:
         return parse_duration(text)
     except QuantityError as exc:
         raise InputError(option, [Problem("", str(exc))]) from None
+
+
+def _checked(conversion: Conversion, source: str) -> str:
+    """The scenario's YAML, once the loader has read it back as ``makeroom simulate`` will: a trace
+    whose values make a scenario that cannot run is refused here, not after it was written."""
+    from makeroom.scenario import parse_scenario
+    from makeroom.scenario.files import parse_yaml
+
+    text = conversion.yaml()
+    try:
+        parse_scenario(parse_yaml(text, "the converted scenario"), "the converted scenario")
+    except InputError as exc:
+        raise InputError(
+            source,
+            [
+                Problem(
+                    "",
+                    "the converted scenario breaks a rule: " + (f"{p.path}: " if p.path else "") + p.message,
+                )
+                for p in exc.problems
+            ],
+        ) from None
+    return text
 
 
 def _write(text: str, output: Path) -> bool:
@@ -96,7 +120,7 @@ def dlrm_cmd(
             headroom=headroom,
         )
         conversion = convert(read_instances(csv_file), options, str(csv_file))
-        if not _write(conversion.yaml(), target):
+        if not _write(_checked(conversion, str(csv_file)), target):
             return
         scenario = conversion.scenario
         workloads = scenario["workloads"]
@@ -143,7 +167,7 @@ def gpu_cmd(
         options = Options(start=_seconds(start, "--start"), hours=hours, node_scale=node_scale)
         machines, tasks = read_dir(csv_dir)
         conversion = convert(machines, tasks, options, str(csv_dir))
-        if not _write(conversion.yaml(), target):
+        if not _write(_checked(conversion, str(csv_dir)), target):
             return
         scenario = conversion.scenario
         nodes = sum(g["initial"] for g in scenario["node_groups"])

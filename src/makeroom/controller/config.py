@@ -7,12 +7,13 @@ validation, which the scenario schema and the CLI flags share.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 from makeroom.errors import Problem
+from makeroom.model import limits
 
 
 class Strategy(StrEnum):
@@ -40,34 +41,31 @@ RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE})
 """The strategies that run the relocation controller (``makeroom run`` accepts only these)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Range:
-    """The values a knob accepts: ``low < x`` (or ``low <= x``) and ``x <= high``, all finite."""
-
-    low: float
-    low_open: bool = False
-    high: float = math.inf
-
-    def problem(self, value: float) -> str | None:
-        if not math.isfinite(value):
-            return f"expected a finite number, got {value!r}"
-        if value < self.low or (self.low_open and value == self.low):
-            bound = "greater than" if self.low_open else "at least"
-            return f"expected {bound} {self.low:g}, got {value!r}"
-        if value > self.high:
-            return f"expected at most {self.high:g}, got {value!r}"
-        return None
+Rule = Callable[[Any], Any]
+"""A check of ``makeroom.model.limits``: the value converted, or ``InvalidValueError`` saying what was
+expected. The knobs use the same rules as every other number makeroom reads, so a flag, a scenario
+and a Helm value are refused with the same words."""
 
 
-POSITIVE = Range(0.0, low_open=True)
-NON_NEGATIVE = Range(0.0)
-AT_LEAST_ONE = Range(1.0)
-SHARE = Range(0.0, high=1.0)
+def _positive_duration(value: Any) -> float:
+    return limits.duration(value, positive=True)
 
 
-def knob(default: Any, limits: Range | None, flag: str | None, helm: str | None, doc: str) -> Any:
-    """A field with its default, its range, its ``makeroom run`` flag and its Helm value."""
-    return field(default=default, metadata={"range": limits, "flag": flag, "helm": helm, "doc": doc})
+POSITIVE: Rule = _positive_duration
+"""A duration longer than zero."""
+NON_NEGATIVE: Rule = limits.duration
+"""A duration, zero included."""
+PERIOD: Rule = limits.interval
+"""The period of a loop: not faster than any cluster's pace."""
+AT_LEAST_ONE: Rule = limits.moves
+"""A number of pods to move."""
+SHARE: Rule = limits.ratio
+"""A share, from 0 to 1."""
+
+
+def knob(default: Any, rule: Rule | None, flag: str | None, helm: str | None, doc: str) -> Any:
+    """A field with its default, its rule, its ``makeroom run`` flag and its Helm value."""
+    return field(default=default, metadata={"rule": rule, "flag": flag, "helm": helm, "doc": doc})
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +107,7 @@ class ControllerConfig:
     strategy: Strategy = knob(Strategy.MIGRATE, None, "--strategy", "controller.strategy", "evict or migrate")
     interval: float = knob(
         2.0,
-        POSITIVE,
+        PERIOD,
         "--interval",
         "controller.interval",
         "seconds between two reconciliations: well inside the autoscaler's 10 s scan, so that a "
@@ -157,11 +155,12 @@ def _problems(config: object, prefix: str) -> list[Problem]:
     found = []
     for f in fields(config):  # type: ignore[arg-type]
         value = getattr(config, f.name)
-        limits = f.metadata.get("range")
-        if limits is not None:
-            message = limits.problem(float(value))
-            if message is not None:
-                found.append(Problem(prefix + f.name, message))
+        rule = f.metadata.get("rule")
+        if rule is not None:
+            try:
+                rule(value)
+            except limits.InvalidValueError as exc:
+                found.append(Problem(prefix + f.name, str(exc)))
         elif isinstance(value, ConsolidationConfig):
             found.extend(_problems(value, f"{prefix}{f.name}."))
     return found
@@ -172,7 +171,7 @@ def _field(config: type, name: str) -> Field[Any]:
 
 
 def metadata_of(path: str) -> dict[str, Any]:
-    """A knob's metadata (range, flag, helm, doc) by key path (``consolidation.min_saving``)."""
+    """A knob's metadata (rule, flag, helm, doc) by key path (``consolidation.min_saving``)."""
     config: type = ControllerConfig
     *outer, name = path.split(".")
     for part in outer:
@@ -191,10 +190,10 @@ def knobs(config: type = ControllerConfig, prefix: str = "") -> list[tuple[str, 
     return out
 
 
-def range_of(config: type, name: str) -> Range | None:
-    """The range of one knob, for validators that check a field at a time (the scenario schema)."""
-    limits: Range | None = _field(config, name).metadata.get("range")
-    return limits
+def rule_of(config: type, name: str) -> Rule | None:
+    """The rule of one knob, for validators that check a field at a time (the scenario schema)."""
+    rule: Rule | None = _field(config, name).metadata.get("rule")
+    return rule
 
 
 def default_of(config: type, name: str) -> Any:

@@ -17,11 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from makeroom.errors import Problem
 from makeroom.kube.client import Api, GoneError, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
 from makeroom.snapshot import STATUS_CONFIGMAP, GroupConfig, pod_from_object, state_from_objects
+from makeroom.snapshot.fields import UNFIT
 
 log = logging.getLogger("makeroom.kube.cache")
 JSON = dict[str, Any]
@@ -204,6 +206,8 @@ class Cache:
         self._built: tuple[int, ClusterState] | None = None
         self._build_lock = threading.Lock()
         self.last_build_seconds = 0.0
+        self._logged_problems: set[str] = set()
+        """Problems of the cluster's objects already logged (those objects are left out)."""
         self.unschedulable_at: dict[str, float] = {}
         """Pod key -> monotonic time its watch event said it became unschedulable (for latency)."""
 
@@ -287,9 +291,15 @@ class Cache:
                     return state
                 except _RebuildError as exc:
                     log.info("state rebuilt in full", extra={"why": str(exc)})
+            skipped: list[Problem] = []
             state = state_from_objects(
-                self.objects(), self.groups, self.autoscaler_status(), source="the watch cache"
+                self.objects(),
+                self.groups,
+                self.autoscaler_status(),
+                source="the watch cache",
+                skipped=skipped,
             )
+            self._report_skipped(skipped)
             self.last_build_seconds = time.perf_counter() - start
             self._full_at = time.monotonic()
             self._built = (version, state)
@@ -312,12 +322,15 @@ class Cache:
             if (pod.workload if "/" in pod.workload else f"default/{pod.workload}") not in deployments:
                 w.replicas += delta
 
+        skipped: list[Problem] = []
         for key in keys:
             obj = pods.get(key)
-            new = pod_from_object(obj, source="the watch cache") if obj is not None else None
+            new = pod_from_object(obj, source=key, skipped=skipped) if obj is not None else None
             if new is not None:
                 if new.node is not None and new.node not in state.nodes:
                     raise _RebuildError(f"pod {key} on an unknown node")
+                if new.node is not None and any(v >= UNFIT for v in new.spec.requests.values()):
+                    raise _RebuildError(f"pod {key} asks for more than any node holds")
                 if new.workload is not None and new.workload not in state.workloads:
                     raise _RebuildError(f"a new workload {new.workload}")
             old = state.pods.get(key)
@@ -331,6 +344,15 @@ class Cache:
                 if new.node is None and nominated in state.nodes:
                     state.nominate(new, nominated)
                 recount(new, +1)
+        self._report_skipped(skipped)
+
+    def _report_skipped(self, skipped: list[Problem]) -> None:
+        """Objects left out of the state because a field breaks the input rules (a pod may ask for
+        more than any node could hold, a ConfigMap may say anything): each problem is logged once."""
+        lines = {p.render("the watch cache") for p in skipped}
+        for line in sorted(lines - self._logged_problems):
+            log.warning("object left out of planning", extra={"problem": line})
+        self._logged_problems |= lines
 
     def memory_objects(self) -> int:
         return sum(len(inf.store) for inf in self.informers.values())

@@ -30,7 +30,11 @@ from makeroom.planner import Plan
 
 log = logging.getLogger("makeroom.run")
 
-__all__ = ["RunOptions", "Runner", "default_identity", "plan_summary"]
+__all__ = ["ListenError", "RunOptions", "Runner", "default_identity", "plan_summary"]
+
+
+class ListenError(Exception):
+    """The metrics port cannot be opened: nothing has started, and the command exits 2."""
 
 
 class Runner:
@@ -85,9 +89,13 @@ class Runner:
     # --- the loop -------------------------------------------------------------------------------
     def start(self) -> None:
         if self.opts.metrics_port is not None:
-            self.health = HealthServer(
-                self.opts.metrics_port, self.metrics, self.healthy, self.ready, self.opts.metrics_host
-            )
+            host, port = self.opts.metrics_host, self.opts.metrics_port
+            try:
+                self.health = HealthServer(port, self.metrics, self.healthy, self.ready, host)
+            except (OSError, OverflowError) as exc:  # in use, not ours to bind, not an address here
+                raise ListenError(
+                    f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
             self.health.start()
             log.info("serving /healthz /readyz /metrics", extra={"port": self.health.port})
         self.cache.start()
@@ -138,6 +146,10 @@ class Runner:
         except InputError as exc:
             log.error("the cluster cannot be planned on", extra={"problems": exc.lines()})
             return
+        except Exception:  # an object no rule foresaw: this round is lost, never the controller
+            log.exception("the cluster's state could not be built")
+            self.metrics.errors.inc()
+            return
         self.metrics.build_seconds.set(self.cache.last_build_seconds)
         if not self.opts.dry_run:
             try:
@@ -154,7 +166,11 @@ class Runner:
             return
         self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
         self.metrics.count(report)
-        after = self.port.snapshot()
+        try:
+            after = self.port.snapshot()
+        except Exception:
+            log.exception("the cluster's state could not be built")
+            return
         self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
         self.metrics.in_flight.set(len(self.kube.in_flight[RecordKind.RELOCATION]))
         self.metrics.consolidating.set(len(self.kube.in_flight[RecordKind.CONSOLIDATION]))

@@ -14,7 +14,10 @@ Vector = npt.NDArray[np.int64]
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "google.com/tpu")
+GPU_SHARE = "alibaba.com/gpu-milli"
+"""Thousandths of a GPU, as the Alibaba GPU-sharing trace counts them (``makeroom trace gpu``): a shared
+GPU in whole units, since Kubernetes refuses a fraction of an extended resource."""
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "google.com/tpu", GPU_SHARE)
 DEFAULT_MAX_PODS = 110
 
 

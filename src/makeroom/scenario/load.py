@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from makeroom.controller.config import Strategy
@@ -23,34 +23,13 @@ from makeroom.model import (
     TaintEffect,
     Toleration,
     Workload,
+    limits,
 )
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
+from makeroom.scenario.files import read_yaml
 from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML loader that refuses a key written twice in one mapping (PyYAML keeps the last)."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} appears twice (line {mark.line + 1})", mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,27 +51,6 @@ class Scenario:
     @property
     def strategy(self) -> Strategy:
         return self.spec.controller.strategy
-
-
-def read_yaml(path: Path) -> Any:
-    """Parse YAML, turning every I/O or syntax failure into an InputError that names the file."""
-    file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(file, [Problem("", "no such file")]) from None
-    except IsADirectoryError:
-        raise InputError(file, [Problem("", "expected a file, found a directory")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, [Problem("", f"cannot read: {exc}")]) from None
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(file, [Problem("", f"not valid YAML: {where}{exc.problem}")]) from None
-    except yaml.YAMLError as exc:
-        raise InputError(file, [Problem("", f"not valid YAML: {exc}")]) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -140,6 +98,7 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             problems.append(
                 Problem(f"{where}.initial", f"expected initial <= max ({g.max}), got {g.initial}")
             )
+        problems += _whole_units(g.capacity, f"{where}.capacity")
     initial_nodes = {f"{g.name}-{i}" for g in spec.node_groups for i in range(g.initial)}
     node_pattern = re.compile(
         r"^(" + "|".join(re.escape(n) for n in sorted(group_names, key=len, reverse=True)) + r")-\d+$"
@@ -150,6 +109,7 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
         if w.name in live:
             problems.append(Problem(f"{where}.name", f"expected a unique name, {w.name!r} is taken"))
         live.add(w.name)
+        problems += _whole_units(w.requests, f"{where}.requests")
         placed = 0
         for target, count in w.placement.items():
             if target not in group_names and target not in initial_nodes:
@@ -170,6 +130,32 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             )
     for i, e in enumerate(spec.events):
         problems += _check_event(e, f"events[{i}]", spec, live, node_pattern)
+    # Each count is in range; so must their sum be, or a file of many small parts is a cluster larger
+    # than Kubernetes runs (and a simulation that does not end).
+    nodes = sum(g.initial for g in spec.node_groups)
+    if nodes > limits.MAX_NODES:
+        problems.append(
+            Problem("node_groups", f"expected at most {limits.MAX_NODES} initial nodes in all, got {nodes}")
+        )
+    pods = sum(w.replicas for w in spec.workloads)
+    if pods > limits.MAX_REPLICAS:
+        problems.append(
+            Problem(
+                "workloads",
+                f"expected at most {limits.MAX_REPLICAS} replicas in all at the start, got {pods}",
+            )
+        )
+    return problems
+
+
+def _whole_units(quantities: Mapping[str, int], where: str) -> list[Problem]:
+    """Extended resources (nvidia.com/gpu ...) and pods count whole units, as Kubernetes requires."""
+    problems = []
+    for name, milli in quantities.items():
+        try:
+            limits.whole_units(name, milli, f"{milli / 1000:g}")
+        except limits.InvalidValueError as exc:
+            problems.append(Problem(f"{where}.{name}", str(exc)))
     return problems
 
 
@@ -207,6 +193,7 @@ def _check_event(
                 Problem(f"{where}.deploy.placement", "placement applies only to workloads at t=0")
             )
         live.add(e.deploy.name)
+        problems += _whole_units(e.deploy.requests, f"{where}.deploy.requests")
     node_action = e.remove_node or e.cordon or e.uncordon
     if node_action is not None and not node_pattern.match(node_action.node):
         problems.append(
@@ -264,11 +251,13 @@ def place_initial(
     by_group: dict[str, list[str]] = {}
     for node in nodes:
         by_group.setdefault(node.group, []).append(node.name)
+    group_names = {g.name for g in groups}
     placed: list[tuple[str, str]] = []
     problems: list[Problem] = []
     for i, (ws, w) in enumerate(zip(spec.workloads, workloads, strict=True)):
         for target, count in ws.placement.items():
-            candidates = by_group.get(target, [target])
+            # A group's nodes in creation order (none when it starts empty), or the one node named.
+            candidates = by_group.get(target, []) if target in group_names else [target]
             for n in range(count):
                 pod = Pod(f"{w.name}-{len(placed)}", w.spec, w.name)
                 mask = state.feasible(pod)

@@ -8,9 +8,10 @@ a scenario (``replica: 3``) would otherwise silently change what is simulated.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -27,9 +28,9 @@ from makeroom.controller.config import (
     ControllerConfig,
     Strategy,
     default_of,
-    range_of,
+    rule_of,
 )
-from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
+from makeroom.model import limits
 
 
 class Expander(StrEnum):
@@ -41,30 +42,25 @@ class Expander(StrEnum):
     RANDOM = "random"  # any group, from --seed
 
 
-def _quantity(value: object) -> int:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"expected a quantity such as 400m, 2 or 1.5Gi, got {value!r}")
-    try:
-        milli = parse_quantity(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if milli < 0:
-        raise ValueError(f"expected a quantity of zero or more, got {value!r}")
-    return milli
+# Every number goes through the shared rules of makeroom.model.limits (the same as dumps, trace CSVs
+# and flags): finite, in range, and whole where it counts things.
 
 
-def _duration(value: object) -> float:
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"expected a duration such as 30s, 5m or 1h30m, got {value!r}")
-    try:
-        return parse_duration(value)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
+def _rule(check: Callable[[Any], Any]) -> BeforeValidator:
+    return BeforeValidator(check)
 
 
-Quantity = Annotated[int, BeforeValidator(_quantity)]
-Duration = Annotated[float, BeforeValidator(_duration)]
-NonNegative = Annotated[int, Field(ge=0, strict=True)]
+Quantity = Annotated[int, _rule(limits.quantity)]
+Duration = Annotated[float, _rule(limits.duration)]
+PositiveDuration = Annotated[float, _rule(lambda v: limits.duration(v, positive=True))]
+Interval = Annotated[float, _rule(limits.interval)]
+Ratio = Annotated[float, _rule(limits.ratio)]
+Price = Annotated[float, _rule(limits.price)]
+Priority = Annotated[int, _rule(limits.priority)]
+NodeCount = Annotated[int, _rule(lambda v: limits.count(v, high=limits.MAX_NODES, what="a number of nodes"))]
+Replicas = Annotated[
+    int, _rule(lambda v: limits.count(v, high=limits.MAX_REPLICAS, what="a number of replicas"))
+]
 _PERCENT = re.compile(r"^\d+%$")
 
 
@@ -90,20 +86,20 @@ class NodeGroupSpec(Strict):
     capacity: dict[str, Quantity]
     labels: dict[str, str] = {}
     taints: list[TaintSpec] = []
-    min: NonNegative = 0
-    max: NonNegative
-    initial: NonNegative = 0
-    price_per_hour: Annotated[float, Field(ge=0)] = 0.0
+    min: NodeCount = 0
+    max: NodeCount
+    initial: NodeCount = 0
+    price_per_hour: Price = 0.0
     provision_time: Duration = 120.0
 
 
 class AutoscalerSpec(Strict):
     enabled: bool = True
-    scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
+    scan_interval: Interval = 10.0
     expander: Expander = Expander.LEAST_WASTE
     scale_down_unneeded_time: Duration = 600.0
-    scale_down_utilization_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
-    expendable_pods_priority_cutoff: int = -10
+    scale_down_utilization_threshold: Ratio = 0.5
+    expendable_pods_priority_cutoff: Priority = -10
     scale_down_delay_after_add: Duration = 600.0
     max_graceful_termination: Duration = 600.0
 
@@ -114,11 +110,14 @@ class SchedulerSpec(Strict):
 
 
 def _int_or_percent(value: object) -> int | str:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_REPLICAS:
         return value
-    if isinstance(value, str) and _PERCENT.match(value):
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) <= 100:
         return value
-    raise ValueError(f"expected a whole number of pods or a percentage such as 50%, got {value!r}")
+    raise ValueError(
+        f"expected a whole number of pods (up to {limits.MAX_REPLICAS}) or a percentage such as 50%, "
+        f"got {value!r}"
+    )
 
 
 IntOrPercent = Annotated[int | str, BeforeValidator(_int_or_percent)]
@@ -137,8 +136,8 @@ class PdbSpec(Strict):
 
 class WorkloadSpec(Strict):
     name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
-    replicas: NonNegative
-    priority: Annotated[int, Field(strict=True)] = 0
+    replicas: Replicas
+    priority: Priority = 0
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
     requests: dict[str, Quantity] = {}
     node_selector: dict[str, str] = {}
@@ -146,12 +145,12 @@ class WorkloadSpec(Strict):
     pdb: PdbSpec | None = None
     startup_time: Duration = 10.0
     termination_grace: Duration = 30.0
-    placement: dict[str, NonNegative] = {}
+    placement: dict[str, Replicas] = {}
 
 
 class ScaleAction(Strict):
     workload: str
-    replicas: NonNegative
+    replicas: Replicas
 
 
 class DeleteAction(Strict):
@@ -187,13 +186,15 @@ EVENT_KINDS = ("scale", "deploy", "delete", "remove_node", "cordon", "uncordon")
 
 
 def _knob(config: type, name: str) -> AfterValidator:
-    """The range of one of the controller's knobs, as ControllerConfig defines it."""
-    limits = range_of(config, name)
+    """The rule of one of the controller's knobs, as ControllerConfig defines it."""
+    rule = rule_of(config, name)
 
     def check(value: float) -> float:
-        message = limits.problem(float(value)) if limits is not None else None
-        if message is not None:
-            raise ValueError(message)
+        if rule is not None:
+            try:
+                rule(value)
+            except limits.InvalidValueError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     return AfterValidator(check)
@@ -246,7 +247,7 @@ class ControllerSpec(Strict):
 class ScenarioSpec(Strict):
     version: Literal[1]
     name: str
-    duration: Annotated[Duration, Field(gt=0)]
+    duration: PositiveDuration
     node_groups: Annotated[list[NodeGroupSpec], Field(min_length=1)]
     autoscaler: AutoscalerSpec = AutoscalerSpec()
     scheduler: SchedulerSpec = SchedulerSpec()

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from makeroom.errors import InputError, Problem
-from makeroom.model import GROUP_LABEL, QuantityError, Resources, Taint, TaintEffect
+from makeroom.model import GROUP_LABEL, Resources, Taint, TaintEffect, limits
 from makeroom.snapshot.quantities import quantity
 
 GROUP_LABELS = (
@@ -82,10 +82,11 @@ def group_of(labels: Mapping[str, str]) -> str | None:
 def _int(value: Any, path: str, problems: list[Problem]) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        problems.append(Problem(path, f"expected a whole number of nodes >= 0, got {value!r}"))
+    try:
+        return limits.count(value, high=limits.MAX_NODES, what="a number of nodes")
+    except limits.InvalidValueError as exc:
+        problems.append(Problem(path, str(exc)))
         return None
-    return value
 
 
 def parse_group_config(data: Any, file: str) -> GroupConfig:
@@ -116,9 +117,12 @@ def parse_group_config(data: Any, file: str) -> GroupConfig:
         if gmin is not None and gmax is not None and gmin > gmax:
             problems.append(Problem(f"{where}.min", f"expected min <= max ({gmax}), got {gmin}"))
         price = entry.get("price_per_hour")
-        if price is not None and (isinstance(price, bool) or not isinstance(price, int | float) or price < 0):
-            problems.append(Problem(f"{where}.price_per_hour", f"expected a number >= 0, got {price!r}"))
-            price = None
+        if price is not None:
+            try:
+                price = limits.price(price)
+            except limits.InvalidValueError as exc:
+                problems.append(Problem(f"{where}.price_per_hour", str(exc)))
+                price = None
         capacity = None
         if entry.get("capacity") is not None:
             capacity = _resources(entry["capacity"], f"{where}.capacity", problems)
@@ -155,8 +159,8 @@ def _resources(value: Any, path: str, problems: list[Problem]) -> Resources | No
     items: dict[str, int] = {}
     for name, q in value.items():
         try:
-            items[str(name)] = quantity(q)
-        except QuantityError as exc:
+            items[str(name)] = quantity(q, str(name))
+        except limits.InvalidValueError as exc:
             problems.append(Problem(f"{path}.{name}", str(exc)))
     return Resources(items)
 
@@ -182,30 +186,60 @@ def parse_taints(value: Any, path: str, problems: list[Problem]) -> tuple[Taint,
 
 
 _TEXT_NAME = re.compile(r"^\s*Name:\s*(\S+)\s*$")
-_TEXT_BOUNDS = re.compile(r"minSize=(\d+),\s*maxSize=(\d+)")
+_TEXT_BOUNDS = re.compile(r"minSize=(\d{1,18}),\s*maxSize=(\d{1,18})\b")
 
 
 def parse_autoscaler_status(configmap: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     """min and max per autoscaler node group, from the status ConfigMap's ``data.status``: the YAML
-    status of cluster-autoscaler 1.30 and later, or the older text status."""
-    data = configmap.get("data") or {}
+    status of cluster-autoscaler 1.30 and later, or the older text status. What cannot be read is
+    left out; ``read_autoscaler_status`` says what that was."""
+    return read_autoscaler_status(configmap, "", [])
+
+
+_EXPECTED_STATUS = (
+    "expected the cluster-autoscaler status: YAML with nodeGroups (1.30 and later) or the text status "
+    "with a NodeGroups: section"
+)
+
+
+def read_autoscaler_status(
+    configmap: Mapping[str, Any], where: str, problems: list[Problem]
+) -> dict[str, tuple[int, int]]:
+    """As ``parse_autoscaler_status``, with a problem at ``where.data.status`` (and below) for a status
+    that is garbled or a node group whose bounds are missing or wrong, rather than reading it as a
+    cluster whose every group has a fixed size."""
+    path = f"{where}.data.status" if where else "data.status"
+    data = configmap.get("data") if isinstance(configmap, Mapping) else None
     text = data.get("status") if isinstance(data, Mapping) else None
     if not isinstance(text, str):
+        problems.append(Problem(path, _EXPECTED_STATUS))
         return {}
     out: dict[str, tuple[int, int]] = {}
     try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError:
+        parsed = yaml.safe_load(text) if len(text) < 10_000_000 else None
+    except (yaml.YAMLError, RecursionError):
         parsed = None
-    if isinstance(parsed, Mapping) and isinstance(parsed.get("nodeGroups"), list):
-        for ng in parsed["nodeGroups"]:
+    if isinstance(parsed, Mapping) and "nodeGroups" in parsed:
+        groups = parsed["nodeGroups"]
+        if groups is None:
+            return out
+        if not isinstance(groups, list):
+            problems.append(Problem(f"{path}.nodeGroups", "expected a list of node groups"))
+            return out
+        for i, ng in enumerate(groups):
+            at = f"{path}.nodeGroups[{i}]"
             if not isinstance(ng, Mapping) or not isinstance(ng.get("name"), str):
+                problems.append(Problem(f"{at}.name", "expected a node group with a name"))
                 continue
             health = ng.get("health") if isinstance(ng.get("health"), Mapping) else ng
             assert isinstance(health, Mapping)
-            lo, hi = health.get("minSize", ng.get("minSize")), health.get("maxSize", ng.get("maxSize"))
-            if isinstance(lo, int) and isinstance(hi, int):
-                out[ng["name"]] = (lo, hi)
+            bounds = _bounds(
+                health.get("minSize", ng.get("minSize")), health.get("maxSize", ng.get("maxSize"))
+            )
+            if isinstance(bounds, str):
+                problems.append(Problem(f"{at}.health", bounds))
+                continue
+            out[ng["name"]] = bounds
         return out
     name: str | None = None
     in_groups = False
@@ -221,9 +255,29 @@ def parse_autoscaler_status(configmap: Mapping[str, Any]) -> dict[str, tuple[int
             continue
         b = _TEXT_BOUNDS.search(line)
         if b and name is not None:
-            out[name] = (int(b.group(1)), int(b.group(2)))
+            bounds = _bounds(int(b.group(1)), int(b.group(2)))
+            if isinstance(bounds, str):
+                problems.append(Problem(path, f"node group {name}: {bounds}"))
+            else:
+                out[name] = bounds
             name = None
+    if not in_groups:
+        problems.append(Problem(path, _EXPECTED_STATUS))
     return out
+
+
+def _bounds(lo: Any, hi: Any) -> tuple[int, int] | str:
+    """(minSize, maxSize), or what is wrong with them. A size beyond ``MAX_NODES`` is the autoscaler's
+    word for "as many as the cluster holds": it counts as that many."""
+    try:
+        low = limits.count(lo, high=2**63 - 1, what="minSize, a number of nodes")
+        high = limits.count(hi, high=2**63 - 1, what="maxSize, a number of nodes")
+    except limits.InvalidValueError as exc:
+        return str(exc)
+    low, high = min(low, limits.MAX_NODES), min(high, limits.MAX_NODES)
+    if low > high:
+        return f"expected minSize <= maxSize, got {low} > {high}"
+    return low, high
 
 
 def bounds_for(group: str, status: Mapping[str, tuple[int, int]]) -> GroupBounds | None:

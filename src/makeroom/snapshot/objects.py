@@ -26,23 +26,38 @@ from makeroom.model import (
     Pod,
     PodSpec,
     PreemptionPolicy,
-    QuantityError,
     Resources,
     Taint,
+    TaintEffect,
     Toleration,
     Workload,
+    limits,
 )
+from makeroom.model.quantity import MAX_DURATION, MAX_QUANTITY
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
+from makeroom.snapshot.fields import (
+    EMPTY,
+    NODE_OPERATORS,
+    UNFIT,
+    Problems,
+    is_map,
+    label_selector,
+    list_at,
+    map_at,
+    maps_at,
+    requirement,
+    resources,
+    str_map,
+)
 from makeroom.snapshot.groups import (
     STATUS_CONFIGMAP,
     GroupConfig,
     bounds_for,
     group_of,
-    parse_autoscaler_status,
     parse_taints,
+    read_autoscaler_status,
 )
-from makeroom.snapshot.quantities import quantity
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 UNGROUPED = ""  # group of a node that carries none of the group labels
@@ -64,39 +79,19 @@ _OWNER_KINDS = {
 }
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[Problem] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.items.append(Problem(path, message))
-
-
-_EMPTY: Mapping[str, Any] = {}
-
-
-def _is_map(x: Any) -> bool:
-    return type(x) is dict or isinstance(x, Mapping)
+_Problems = Problems  # the builder's problems, with their key paths
+_is_map = is_map
 
 
 def _map(obj: Any, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if _is_map(obj) else None
-    return value if value is not None and _is_map(value) else _EMPTY
+    """For fields already checked (or where any shape is harmless): a mapping, else empty."""
+    value = obj.get(key) if is_map(obj) else None
+    return value if value is not None and is_map(value) else EMPTY
 
 
 def _list(obj: Any, key: str) -> list[Any]:
-    value = obj.get(key) if _is_map(obj) else None
+    value = obj.get(key) if is_map(obj) else None
     return value if type(value) is list else []
-
-
-def _str_map(value: Any) -> dict[str, str]:
-    """Labels and annotations: string to string. A plain dict from a dump is kept as it is (the API
-    server only stores strings there); anything else is converted."""
-    if type(value) is dict and all(type(v) is str for v in value.values()):
-        return value
-    if not _is_map(value):
-        return {}
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
 def _timestamp(value: Any) -> float:
@@ -106,21 +101,6 @@ def _timestamp(value: Any) -> float:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return 0.0
-
-
-def _resources(value: Any, path: str, problems: _Problems) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        problems.add(path, "expected a mapping of resource name to quantity")
-        return {}
-    out: dict[str, int] = {}
-    for name, q in value.items():
-        try:
-            out[str(name)] = quantity(q)
-        except QuantityError as exc:
-            problems.add(f"{path}.{name}", str(exc))
-    return out
 
 
 def _is_true(conditions: list[Any], kind: str) -> bool:
@@ -133,6 +113,7 @@ def _is_true(conditions: list[Any], kind: str) -> bool:
 class _Builder:
     groups_config: GroupConfig | None
     prefix: str
+    skipped: list[Problem] | None = None  # the cluster's objects: leave a broken one out, go on
     problems: _Problems = field(default_factory=_Problems)
     nodes: list[Node] = field(default_factory=list)
     pods: list[tuple[Pod, str]] = field(default_factory=list)
@@ -140,53 +121,68 @@ class _Builder:
     deployments: dict[str, tuple[int | None, dict[str, str]]] = field(default_factory=dict)
     replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
+    status_where: str = "the autoscaler status"
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
 
-    def where(self, i: int) -> str:
-        return f"{self.prefix}[{i}]" if self.prefix else f"[{i}]"
+    @property
+    def lenient(self) -> bool:
+        return self.skipped is not None
 
-    def add(self, i: int, obj: Any) -> None:
-        where = self.where(i)
+    def add(self, where: str, obj: Any) -> None:
+        """One object at key path ``where``; with ``skipped``, an object with a problem is left out."""
+        before = len(self.problems)
+        counts = (len(self.nodes), len(self.pods), len(self.pdbs))
+        self._add(where, obj)
+        if self.skipped is not None and len(self.problems) > before:
+            del self.nodes[counts[0] :], self.pods[counts[1] :], self.pdbs[counts[2] :]
+            name = _name_of(obj)  # the cluster's objects are known by name, not by position
+            for p in self.problems.items[before:]:
+                path = name + p.path[len(where) :] if name and p.path.startswith(where) else p.path
+                self.skipped.append(Problem(path, p.message))
+            del self.problems.items[before:]
+
+    def _add(self, where: str, obj: Any) -> None:
         if not isinstance(obj, Mapping):
             self.problems.add(where, "expected a Kubernetes object (a mapping with kind and metadata)")
             return
         kind = obj.get("kind")
-        meta = _map(obj, "metadata")
+        meta = map_at(obj, "metadata", where, self.problems)
         if kind in ("Node", "Pod", "PodDisruptionBudget") and not isinstance(meta.get("name"), str):
             self.problems.add(f"{where}.metadata.name", "expected the object's name")
             return
         if kind == "Node":
-            self.node(obj, where)
+            self.node(obj, meta, where)
         elif kind == "Pod":
-            self.pod(obj, where)
+            self.pod(obj, meta, where)
         elif kind == "PodDisruptionBudget":
-            self.pdb(obj, where)
+            self.pdb(obj, meta, where)
         elif kind == "Deployment" and isinstance(meta.get("name"), str):
-            self.deployment(meta, _map(obj, "spec"))
+            self.deployment(meta, map_at(obj, "spec", where, self.problems), where)
         elif kind == "HorizontalPodAutoscaler" and isinstance(meta.get("name"), str):
             self.autoscaler(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
-            self.status = obj
+            self.status, self.status_where = obj, where
         elif not isinstance(kind, str):
             self.problems.add(f"{where}.kind", "expected the object's kind (Node, Pod, ...)")
 
     # --- nodes -----------------------------------------------------------------------------------
-    def node(self, obj: Mapping[str, Any], where: str) -> None:
-        meta, spec, status = _map(obj, "metadata"), _map(obj, "spec"), _map(obj, "status")
-        labels = _str_map(meta.get("labels"))
+    def node(self, obj: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
         problems = self.problems
-        alloc_src = status.get("allocatable") or status.get("capacity")
+        spec = map_at(obj, "spec", where, problems)
+        status = map_at(obj, "status", where, problems)
+        labels = str_map(meta.get("labels"), f"{where}.metadata.labels", problems)
         key = "allocatable" if status.get("allocatable") else "capacity"
+        alloc_src = status.get(key)
         if not isinstance(alloc_src, Mapping):
             problems.add(f"{where}.status.allocatable", "expected the node's allocatable resources")
             return
-        alloc = _resources(alloc_src, f"{where}.status.{key}", problems)
+        # A node beyond the range has at least the most any pod may ask: it stays in the plan.
+        beyond = MAX_QUANTITY if self.lenient else None
+        alloc = resources(alloc_src, f"{where}.status.{key}", problems, beyond)
         alloc.setdefault(PODS, DEFAULT_MAX_PODS * 1000)
-        inner = _Problems()
-        taints = parse_taints(spec.get("taints") or [], f"{where}.spec.taints", inner.items)
-        problems.items += inner.items
+        taints = parse_taints(spec.get("taints") or [], f"{where}.spec.taints", problems.items)
         self.nodes.append(
             Node(
                 name=str(meta["name"]),
@@ -195,31 +191,35 @@ class _Builder:
                 labels=labels,
                 taints=taints,
                 unschedulable=bool(spec.get("unschedulable")),
-                ready=_is_true(_list(status, "conditions"), "Ready"),
+                ready=_is_true(list_at(status, "conditions", f"{where}.status", problems), "Ready"),
                 created_at=_timestamp(meta.get("creationTimestamp")),
-                annotations=_str_map(meta.get("annotations")),
+                annotations=str_map(meta.get("annotations"), f"{where}.metadata.annotations", problems),
             )
         )
 
     # --- pods ------------------------------------------------------------------------------------
-    def pod(self, obj: Mapping[str, Any], where: str) -> None:
-        meta, spec, status = _map(obj, "metadata"), _map(obj, "spec"), _map(obj, "status")
+    def pod(self, obj: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+        problems = self.problems
+        spec = map_at(obj, "spec", where, problems)
+        status = map_at(obj, "status", where, problems)
         if status.get("phase") in ("Succeeded", "Failed"):
             return  # finished pods hold no room
-        annotations = _str_map(meta.get("annotations"))
-        labels = _str_map(meta.get("labels"))
+        annotations = str_map(meta.get("annotations"), f"{where}.metadata.annotations", problems)
+        labels = str_map(meta.get("labels"), f"{where}.metadata.labels", problems)
         namespace = str(meta.get("namespace") or "default")
         owner_kind, workload = self.owner(meta, labels, annotations, namespace)
         key = self._spec_key(spec)
         pod_spec = self._by_key.get(key) if key is not None else None
         if pod_spec is None:
-            before = len(self.problems.items)
+            before = len(problems)
             pod_spec = self.pod_spec(spec, where)
-            if key is not None and len(self.problems.items) == before:
+            if key is not None and len(problems) == before:
                 self._by_key[key] = pod_spec
         node_name = spec.get("nodeName")
+        if node_name is not None and not isinstance(node_name, str):
+            problems.add(f"{where}.spec.nodeName", f"expected a node name, got {node_name!r}")
         created = _timestamp(meta.get("creationTimestamp"))
-        conditions = _list(status, "conditions")
+        conditions = list_at(status, "conditions", f"{where}.status", problems)
         nominated = status.get("nominatedNodeName")
         unschedulable = _unschedulable_since(conditions) if not node_name else None
         pod = Pod(
@@ -259,6 +259,7 @@ class _Builder:
                 repr(spec.get("affinity", {}).get("nodeAffinity")) if spec.get("affinity") else "",
                 repr(spec.get("priorityClassName")),
                 repr(spec.get("terminationGracePeriodSeconds")),
+                type(spec.get("volumes")).__name__,
                 any(
                     type(v) is dict and ("emptyDir" in v or "hostPath" in v)
                     for v in spec.get("volumes") or ()
@@ -268,36 +269,53 @@ class _Builder:
             return None
 
     def pod_spec(self, spec: Mapping[str, Any], where: str) -> PodSpec:
+        problems = self.problems
         requests = self.requests(spec, f"{where}.spec")
         priority = spec.get("priority", 0)
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            self.problems.add(f"{where}.spec.priority", f"expected an integer priority, got {priority!r}")
+        try:
+            priority = limits.priority(priority)
+        except limits.InvalidValueError as exc:
+            problems.add(f"{where}.spec.priority", str(exc))
             priority = 0
         policy = spec.get("preemptionPolicy") or _PREEMPT
         if policy not in _POLICIES:
-            self.problems.add(
+            problems.add(
                 f"{where}.spec.preemptionPolicy", f"expected PreemptLowerPriority or Never, got {policy!r}"
             )
             policy = _PREEMPT
-        selector = spec.get("nodeSelector") or {}
-        if not isinstance(selector, Mapping):
-            self.problems.add(f"{where}.spec.nodeSelector", "expected a mapping of label to value")
-            selector = {}
+        selector = spec.get("nodeSelector")
+        if selector is not None and not isinstance(selector, Mapping):
+            problems.add(f"{where}.spec.nodeSelector", "expected a mapping of label to value")
+            selector = None
+        node_selector = str_map(selector, f"{where}.spec.nodeSelector", problems)
         pod_spec = PodSpec(
             requests=requests,
             priority=priority,
             preemption_policy=PreemptionPolicy(policy),
-            node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+            node_selector=tuple(sorted(node_selector.items())),
             tolerations=self.tolerations(spec.get("tolerations"), f"{where}.spec.tolerations"),
-            required_affinity=self.affinity(spec, f"{where}.spec.affinity"),
+            required_affinity=self.affinity(spec, f"{where}.spec"),
             priority_class=str(spec.get("priorityClassName") or ""),
-            termination_grace=float(spec.get("terminationGracePeriodSeconds") or 30),
+            termination_grace=self.grace(spec.get("terminationGracePeriodSeconds"), where),
             local_storage=any(
                 isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v)
-                for v in _list(spec, "volumes")
+                for v in list_at(spec, "volumes", f"{where}.spec", problems)
             ),
         )
         return self._specs.setdefault(pod_spec, pod_spec)
+
+    def grace(self, value: Any, where: str) -> float:
+        """terminationGracePeriodSeconds: a whole number of seconds (30 when absent). Kubernetes
+        takes any int64; beyond ``MAX_DURATION`` it makes no difference, and counts as that."""
+        if value is None:
+            return 30.0
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            self.problems.add(
+                f"{where}.spec.terminationGracePeriodSeconds",
+                f"expected a whole number of seconds, 0 or more, got {value!r}",
+            )
+            return 30.0
+        return min(float(min(value, 2**53)), MAX_DURATION)
 
     @staticmethod
     def owner(
@@ -323,15 +341,16 @@ class _Builder:
         """What the scheduler counts: the sum over containers (and restartable init containers, the
         sidecars), at least the largest other init container, plus the pod overhead. A container
         with limits but no requests requests its limits."""
+        problems = self.problems
         total: dict[str, int] = {}
-        for i, c in enumerate(_list(spec, "containers")):
-            for k, v in self._container(c, f"{where}.containers[{i}]").items():
+        for path, c in maps_at(spec, "containers", where, problems):
+            for k, v in self._container(c, path).items():
                 total[k] = total.get(k, 0) + v
         sidecars: dict[str, int] = {}
         floor: dict[str, int] = {}
-        for i, c in enumerate(_list(spec, "initContainers")):
-            req = self._container(c, f"{where}.initContainers[{i}]")
-            if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+        for path, c in maps_at(spec, "initContainers", where, problems):
+            req = self._container(c, path)
+            if c.get("restartPolicy") == "Always":
                 for k, v in req.items():
                     sidecars[k] = sidecars.get(k, 0) + v
                     total[k] = total.get(k, 0) + v
@@ -340,19 +359,30 @@ class _Builder:
                     floor[k] = max(floor.get(k, 0), v + sidecars.get(k, 0))
         for k, v in floor.items():
             total[k] = max(total.get(k, 0), v)
-        for k, v in _resources(spec.get("overhead"), f"{where}.overhead", self.problems).items():
+        overhead = resources(spec.get("overhead"), f"{where}.overhead", problems, self._beyond)
+        for k, v in overhead.items():
             total[k] = total.get(k, 0) + v
+        for k, v in total.items():
+            if v > MAX_QUANTITY:  # containers each in range, their sum not
+                if not self.lenient:
+                    problems.add(f"{where}.containers", f"expected requests of at most 1Pi of {k} in all")
+                total[k] = UNFIT
         key = tuple(sorted(total.items()))
         res = self._requests.get(key)
         if res is None:
             res = self._requests[key] = Resources(total)
         return res
 
-    def _container(self, c: Any, where: str) -> dict[str, int]:
-        resources = _map(c, "resources")
-        requests = _resources(resources.get("requests"), f"{where}.resources.requests", self.problems)
-        limits = _resources(resources.get("limits"), f"{where}.resources.limits", self.problems)
-        for k, v in limits.items():
+    @property
+    def _beyond(self) -> int | None:
+        return UNFIT if self.lenient else None
+
+    def _container(self, c: Mapping[str, Any], where: str) -> dict[str, int]:
+        problems = self.problems
+        res = map_at(c, "resources", where, problems)
+        requests = resources(res.get("requests"), f"{where}.resources.requests", problems, self._beyond)
+        bounds = resources(res.get("limits"), f"{where}.resources.limits", problems, self._beyond)
+        for k, v in bounds.items():
             requests.setdefault(k, v)
         return requests
 
@@ -363,6 +393,7 @@ class _Builder:
             self.problems.add(where, "expected a list of tolerations")
             return ()
         out = []
+        effects = ("", *(e.value for e in TaintEffect))
         for i, t in enumerate(value):
             if not isinstance(t, Mapping):
                 self.problems.add(f"{where}[{i}]", "expected a toleration {key, operator, value, effect}")
@@ -371,48 +402,52 @@ class _Builder:
             if op not in ("Equal", "Exists"):
                 self.problems.add(f"{where}[{i}].operator", f"expected Equal or Exists, got {op!r}")
                 continue
-            out.append(
-                Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or ""))
-            )
+            effect = t.get("effect") or ""
+            if effect not in effects:
+                self.problems.add(
+                    f"{where}[{i}].effect",
+                    f"expected NoSchedule, PreferNoSchedule or NoExecute, got {effect!r}",
+                )
+                continue
+            out.append(Toleration(str(t.get("key") or ""), op, str(t.get("value") or ""), str(effect)))
         return tuple(out)
 
     def affinity(
         self, spec: Mapping[str, Any], where: str
     ) -> tuple[tuple[NodeSelectorRequirement, ...], ...]:
-        required = _map(
-            _map(_map(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"
-        )
+        problems = self.problems
+        path = f"{where}.affinity"
+        node_affinity = map_at(map_at(spec, "affinity", where, problems), "nodeAffinity", path, problems)
+        path += ".nodeAffinity"
+        key = "requiredDuringSchedulingIgnoredDuringExecution"
+        required = map_at(node_affinity, key, path, problems)
+        path += f".{key}"
         terms = []
-        path = f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-        ops = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}
-        for i, term in enumerate(_list(required, "nodeSelectorTerms")):
+        for term_path, term in maps_at(required, "nodeSelectorTerms", path, problems):
             reqs = []
-            for j, e in enumerate(_list(term, "matchExpressions")):
-                if not isinstance(e, Mapping) or not isinstance(e.get("key"), str):
-                    self.problems.add(f"{path}[{i}].matchExpressions[{j}].key", "expected a label key")
-                    continue
-                op = e.get("operator")
-                if op not in ops:
-                    self.problems.add(
-                        f"{path}[{i}].matchExpressions[{j}].operator",
-                        f"expected one of {sorted(ops)}, got {op!r}",
-                    )
-                    continue
-                values = tuple(str(v) for v in (e.get("values") or []))
-                reqs.append(NodeSelectorRequirement(e["key"], str(op), values))
+            for j, e in enumerate(list_at(term, "matchExpressions", term_path, problems)):
+                req = requirement(e, f"{term_path}.matchExpressions[{j}]", problems, NODE_OPERATORS)
+                if req is not None:
+                    reqs.append(req)
             terms.append(tuple(reqs))
         return tuple(terms)
 
     # --- workloads ---------------------------------------------------------------------------------
-    def deployment(self, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    def deployment(self, meta: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> None:
         """A Deployment gives its workload the replicas it wants (spec.replicas, not the pods that
         happen to exist) and its annotations, keyed as pods key their workload."""
         namespace = str(meta.get("namespace") or "default")
         name = str(meta["name"])
         replicas = spec.get("replicas")
-        wanted = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
+        if replicas is not None:
+            try:
+                replicas = limits.count(replicas, high=2**31 - 1, what="a number of replicas")
+            except limits.InvalidValueError as exc:
+                self.problems.add(f"{where}.spec.replicas", str(exc))
+                return
+        annotations = str_map(meta.get("annotations"), f"{where}.metadata.annotations", self.problems)
         key = name if namespace == "default" else f"{namespace}/{name}"
-        self.deployments[key] = (wanted, _str_map(meta.get("annotations")))
+        self.deployments[key] = (replicas, annotations)
 
     def autoscaler(self, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
         """An HPA owns its target Deployment's replica count: makeroom must not change it."""
@@ -425,15 +460,18 @@ class _Builder:
         self.replica_owners[key] = f"HorizontalPodAutoscaler/{meta['name']}"
 
     # --- budgets ---------------------------------------------------------------------------------
-    def pdb(self, obj: Mapping[str, Any], where: str) -> None:
-        meta, spec = _map(obj, "metadata"), _map(obj, "spec")
+    def pdb(self, obj: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+        spec = map_at(obj, "spec", where, self.problems)
         namespace = str(meta.get("namespace") or "default")
         lo, hi = spec.get("minAvailable"), spec.get("maxUnavailable")
         for key, value in (("minAvailable", lo), ("maxUnavailable", hi)):
             if value is None:
                 continue
-            ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or (
-                isinstance(value, str) and value.endswith("%") and value[:-1].isdigit()
+            ok = (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31) or (
+                isinstance(value, str)
+                and value.endswith("%")
+                and value[:-1].isdigit()
+                and int(value[:-1]) <= 100
             )
             if not ok:
                 self.problems.add(
@@ -443,8 +481,20 @@ class _Builder:
         if (lo is None) == (hi is None):
             self.problems.add(f"{where}.spec", "expected exactly one of minAvailable and maxUnavailable")
             return
+        selector = spec.get("selector")
+        if label_selector(selector, f"{where}.spec.selector", self.problems) is None:
+            return
         budget = DisruptionBudget(max_unavailable=hi, min_available=lo)
-        self.pdbs.append((namespace, _map(spec, "selector"), budget, where))
+        self.pdbs.append((namespace, selector if isinstance(selector, Mapping) else EMPTY, budget, where))
+
+
+def _name_of(obj: Any) -> str:
+    """``Pod default/web-1``: how a person finds the object in the cluster."""
+    if not is_map(obj):
+        return ""
+    meta = _map(obj, "metadata")
+    name, ns = meta.get("name"), meta.get("namespace")
+    return f"{obj.get('kind')} {ns}/{name}" if ns else f"{obj.get('kind')} {name}"
 
 
 def _unschedulable_since(conditions: list[Any]) -> float | None:
@@ -463,7 +513,7 @@ def _unschedulable_since(conditions: list[Any]) -> float | None:
 
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector; an empty selector matches every pod, as for a PDB in policy/v1."""
-    for k, v in _str_map(selector.get("matchLabels")).items():
+    for k, v in str_map(selector.get("matchLabels"), "", Problems()).items():
         if labels.get(k) != v:
             return False
     for e in _list(selector, "matchExpressions"):
@@ -475,12 +525,15 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
     return True
 
 
-def pod_from_object(obj: Mapping[str, Any], *, source: str = "object") -> Pod | None:
+def pod_from_object(
+    obj: Mapping[str, Any], *, source: str = "object", skipped: list[Problem] | None = None
+) -> Pod | None:
     """One Pod as ``state_from_objects`` makes it (None for a finished pod), for a cache that keeps a
     ClusterState up to date pod by pod. Its node and nomination are the object's: the caller adds it
-    with ``ClusterState.add_pod`` and ``nominate``. Raises InputError like ``state_from_objects``."""
-    b = _Builder(None, "")
-    b.add(0, {**obj, "kind": "Pod"})
+    with ``ClusterState.add_pod`` and ``nominate``. Raises InputError like ``state_from_objects``;
+    with ``skipped``, a broken pod is None and its problems are added there."""
+    b = _Builder(None, "", skipped)
+    b.add("[0]", {**obj, "kind": "Pod"})
     if b.problems.items:
         raise InputError(source, b.problems.items)
     return b.pods[0][0] if b.pods else None
@@ -493,21 +546,50 @@ def state_from_objects(
     *,
     source: str = "objects",
     prefix: str = "items",
+    skipped: list[Problem] | None = None,
 ) -> ClusterState:
     """Build the ClusterState of a cluster from its Node, Pod and PodDisruptionBudget objects (other
     kinds are ignored; the ``cluster-autoscaler-status`` ConfigMap may be among them; a Deployment
     gives its workload its spec.replicas and annotations). Node groups
     come from the well-known node labels; their min and max from ``autoscaler_status`` when given,
-    else from ``groups``. Raises InputError naming ``source`` and key paths under ``prefix``."""
+    else from ``groups``. Raises InputError naming ``source`` and key paths under ``prefix``.
+
+    Every field is checked with the shared rules (``makeroom.model.limits``). With ``skipped`` (the
+    cluster's own objects, which the API server has checked already), an object with a problem is
+    left out and its problems added there, a quantity beyond the range makes a pod that fits
+    nowhere, and only what spans the whole cluster (node groups) still raises."""
     with _without_cyclic_gc():
-        b = _Builder(groups, prefix)
+        b = _Builder(groups, prefix, skipped)
         b.status = autoscaler_status
-        for i, obj in enumerate(objects):
-            b.add(i, obj)
+        for where, obj in _flatten(objects, prefix, b):
+            b.add(where, obj)
         node_groups = _node_groups(b, source)
         if b.problems.items:
             raise InputError(source, b.problems.items)
         return _assemble(b, node_groups, source)
+
+
+def _flatten(objects: Iterable[Any], prefix: str, b: _Builder) -> Iterator[tuple[str, Any]]:
+    """Each object with its key path; a List among the items (``kind: List``, ``PodList`` ...) is
+    read as its items, ``items[3].items[0]``, so that concatenated dumps lose nothing."""
+    stack: list[tuple[str, Iterator[Any]]] = [(prefix, iter(enumerate(objects)))]
+    while stack:
+        path, it = stack[-1]
+        step = next(it, None)
+        if step is None:
+            stack.pop()
+            continue
+        i, obj = step
+        where = f"{path}[{i}]"
+        kind = obj.get("kind") if is_map(obj) else None
+        if isinstance(kind, str) and kind.endswith("List") and "items" in obj:
+            items = obj["items"]
+            if type(items) is list:
+                stack.append((f"{where}.items", iter(enumerate(items))))
+            else:
+                b.problems.add(f"{where}.items", "expected a list of Kubernetes objects")
+            continue
+        yield where, obj
 
 
 @contextmanager
@@ -524,7 +606,13 @@ def _without_cyclic_gc() -> Iterator[None]:
 
 
 def _node_groups(b: _Builder, source: str) -> list[NodeGroup]:
-    status = parse_autoscaler_status(b.status) if b.status is not None else {}
+    status: dict[str, tuple[int, int]] = {}
+    if b.status is not None:
+        before = len(b.problems)
+        status = read_autoscaler_status(b.status, b.status_where, b.problems.items)
+        if b.skipped is not None and len(b.problems) > before:
+            b.skipped.extend(b.problems.items[before:])  # the cluster: say so, and go on without it
+            del b.problems.items[before:]
     config = b.groups_config
     names: list[str] = []
     if config is not None:
@@ -638,6 +726,7 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
         seen_nodes.add(n.name)
         state.add_node(n)
     seen_pods: set[str] = set()
+    full: set[str] = set()  # nodes already holding a pod that asks beyond any node (UNFIT)
     accepted: list[Pod] = []
     nominations: list[tuple[Pod, str]] = []
     for pod, info in b.pods:
@@ -650,6 +739,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
                 Problem(f"{info}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
             )
             continue
+        if pod.node is not None and any(v >= UNFIT for v in pod.spec.requests.values()):
+            # A hostile nodeName: the kubelet will refuse the pod; until then one such pod takes the
+            # whole node, and a pile of them must not add up past int64.
+            if pod.node in full:
+                continue
+            full.add(pod.node)
         if pod.node is None and pod.nominated_node in state.nodes:
             nominations.append((pod, pod.nominated_node))
         pod.nominated_node = None

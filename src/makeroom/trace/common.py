@@ -6,13 +6,15 @@ import csv
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
 from makeroom.errors import InputError, Problem
+from makeroom.model import limits
+from makeroom.model.quantity import MAX_DURATION
 
 T = TypeVar("T")
 Row = Mapping[str, str | None]
@@ -35,7 +37,7 @@ def read_rows(path: Path, columns: Sequence[str], parse: RowParser[T]) -> list[T
     """Every row of a CSV file through ``parse``; all problems at once, as ``rows[17].cpu_request``."""
     file = str(path)
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # a BOM is no part of the header
             return parse_rows(handle, file, columns, parse)
     except FileNotFoundError:
         raise InputError(file, [Problem("", "no such file")]) from None
@@ -56,6 +58,15 @@ def parse_rows(lines: Iterable[str], file: str, columns: Sequence[str], parse: R
     problems: list[Problem] = []
     items = []
     for i, row in enumerate(reader):
+        raw: dict[Any, Any] = row
+        if None in raw or any(v is None for v in raw.values()):
+            # A cut row would read its missing cells as empty: for a deletion time, "live forever".
+            cut = sum(1 for k, v in raw.items() if k is not None and v is None)
+            given = len(header) + len(raw.get(None) or ()) - cut
+            problems.append(
+                Problem(f"rows[{i}]", f"expected {len(header)} cells as in the header, got {given}")
+            )
+            continue
         item = parse(row, f"rows[{i}]", problems)
         if item is not None:
             items.append(item)
@@ -70,23 +81,51 @@ def cell(row: Row, column: str) -> str:
     return (row.get(column) or "").strip()
 
 
-def number(text: str, where: str, problems: list[Problem]) -> Decimal | None:
-    """A finite number of zero or more, or a problem at ``where``."""
+MAX_CELL = Decimal(10) ** 15
+"""The largest number of a cell: no request (in cores, GiB or MiB) nor time (in seconds) comes near."""
+
+
+def number(text: str, where: str, problems: list[Problem], high: Decimal = MAX_CELL) -> Decimal | None:
+    """A finite number of zero or more, at most ``high``, or a problem at ``where``."""
     try:
-        value = Decimal(text)
+        value = Decimal(text) if len(text) <= 40 else None
     except InvalidOperation:
         value = None
     if value is None or not value.is_finite() or value < 0:
         problems.append(Problem(where, f"expected a number of zero or more, got {text!r}"))
         return None
+    if value > high:
+        problems.append(Problem(where, f"expected a number of at most {high:f}, got {text!r}"))
+        return None
     return value
 
 
+def whole(text: str, where: str, problems: list[Problem], high: int) -> int | None:
+    """A whole number from 0 to ``high`` (``2`` or ``2.0``), or a problem at ``where``."""
+    value = number(text, where, problems, Decimal(high))
+    if value is None:
+        return None
+    if value != value.to_integral_value():
+        problems.append(Problem(where, f"expected a whole number, got {text!r}"))
+        return None
+    return int(value)
+
+
+def milli(value: Decimal, unit: Decimal | int, where: str, problems: list[Problem]) -> int:
+    """``value`` x ``unit`` (milli-units per unit of the cell), rounded up, within the quantity range
+    of scenarios."""
+    result = int((value * unit).to_integral_value(ROUND_CEILING))
+    if result > limits.MAX_QUANTITY:
+        problems.append(Problem(where, f"expected a request of at most 1Pi, got {value:f}"))
+        return 0
+    return result
+
+
 def time_cell(text: str, where: str, empty: float, problems: list[Problem]) -> float:
-    """Seconds from the trace start; ``empty`` (an infinity) for an empty cell."""
+    """Seconds from the trace start, at most a year; ``empty`` (an infinity) for an empty cell."""
     if not text:
         return empty
-    value = number(text, where, problems)
+    value = number(text, where, problems, Decimal(int(MAX_DURATION)))
     return empty if value is None else float(value)
 
 

@@ -17,23 +17,26 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from makeroom.errors import InputError, Problem
-from makeroom.model.quantity import MILLI, QuantityError, format_quantity, parse_quantity
+from makeroom.model import limits
+from makeroom.model.quantity import MILLI, format_quantity
 from makeroom.trace.common import (
     Conversion,
     Row,
     cell,
     dns_name,
     duration,
+    milli,
     natural,
     number,
     read_rows,
     time_cell,
     unique,
+    whole,
 )
 
 GPU = "nvidia.com/gpu"
@@ -106,9 +109,11 @@ def _instance(row: Row, where: str, problems: list[Problem]) -> Instance | None:
     if not app:
         problems.append(Problem(f"{where}.app_name", "expected a service name, got an empty cell"))
     requests = []
-    for column, unit in (("cpu_request", Decimal(1)), ("memory_request", _GIB), ("gpu_request", Decimal(1))):
+    for column, unit in (("cpu_request", Decimal(MILLI)), ("memory_request", _GIB * MILLI)):
         value = number(cell(row, column), f"{where}.{column}", problems)
-        requests.append(0 if value is None else int((value * unit * MILLI).to_integral_value(ROUND_CEILING)))
+        requests.append(0 if value is None else milli(value, unit, f"{where}.{column}", problems))
+    gpus = whole(cell(row, "gpu_request"), f"{where}.gpu_request", problems, high=1000)  # GPUs are whole
+    requests.append(0 if gpus is None else gpus * MILLI)
     created = time_cell(cell(row, "creation_time"), f"{where}.creation_time", -math.inf, problems)
     deleted = time_cell(cell(row, "deletion_time"), f"{where}.deletion_time", math.inf, problems)
     if deleted < created:
@@ -140,8 +145,8 @@ def node_shape(text: str, option: str) -> dict[str, int]:
             )
             continue
         try:
-            shape[resource] = parse_quantity(value)
-        except QuantityError as exc:
+            shape[resource] = limits.resource_quantity(resource, value)
+        except limits.InvalidValueError as exc:
             problems.append(Problem(key.strip(), str(exc)))
     for needed in ("cpu", "memory"):
         if needed not in shape and not problems:
@@ -152,22 +157,47 @@ def node_shape(text: str, option: str) -> dict[str, int]:
     return shape
 
 
+MIN_STEP = 1.0
+MAX_SAMPLES = 100_000
+
+
 def check_options(options: Options) -> None:
-    problems = []
-    if not options.hours > 0:
-        problems.append(Problem("--hours", f"expected more than 0, got {options.hours:g}"))
-    if not options.step > 0:
-        problems.append(Problem("--step", f"expected more than 0 seconds, got {options.step:g}"))
-    if not options.scale > 0:
-        problems.append(Problem("--scale", f"expected more than 0, got {options.scale:g}"))
-    if not options.headroom >= 1:
-        problems.append(Problem("--headroom", f"expected 1 or more, got {options.headroom:g}"))
-    if options.services is not None and options.services < 1:
-        problems.append(Problem("--services", f"expected 1 or more, got {options.services}"))
-    if not options.start >= 0:
-        problems.append(Problem("--start", f"expected 0 or more seconds, got {options.start:g}"))
+    """The shared rules for the options (finite, in range), and a bound on the samples they make."""
+    problems = check_window(options.start, options.hours)
+    rules: list[tuple[str, Any, Any]] = [
+        ("--step", options.step, lambda v: limits.number(v, low=MIN_STEP, high=limits.MAX_DURATION)),
+        ("--scale", options.scale, lambda v: limits.number(v, low=0, high=limits.MAX_FACTOR, low_open=True)),
+        ("--headroom", options.headroom, lambda v: limits.number(v, low=1, high=limits.MAX_FACTOR)),
+    ]
+    if options.services is not None:
+        rules.append(("--services", options.services, lambda v: limits.count(v, low=1, high=10**6)))
+    for option, value, rule in rules:
+        try:
+            rule(value)
+        except limits.InvalidValueError as exc:
+            problems.append(Problem(option, str(exc)))
+    if not problems and options.hours * 3600 / options.step > MAX_SAMPLES:
+        problems.append(
+            Problem(
+                "--step", f"expected at most {MAX_SAMPLES} samples in the window, got --hours x 3600 / --step"
+            )
+        )
     if problems:
         raise InputError("options", problems)
+
+
+def check_window(start: float, hours: float) -> list[Problem]:
+    """``--start`` (seconds) and ``--hours``: finite, the window within a year."""
+    problems = []
+    try:
+        limits.duration(start)
+    except limits.InvalidValueError as exc:
+        problems.append(Problem("--start", str(exc)))
+    try:
+        limits.number(hours, low=0, high=limits.MAX_DURATION / 3600, low_open=True, what="a number of hours")
+    except limits.InvalidValueError as exc:
+        problems.append(Problem("--hours", str(exc)))
+    return problems
 
 
 # --- conversion ----------------------------------------------------------------------------------
@@ -219,6 +249,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
                 )
             ],
         )
+    _check_size(asks, shapes, options)
     groups = [_group(g, shapes[g], asks[g], options.headroom) for g in ("cpu", "gpu")]
     scenario: dict[str, Any] = {
         "version": 1,
@@ -290,15 +321,41 @@ def _workload(
     return workload
 
 
-def _group(
-    name: str, shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]], headroom: float
-) -> dict[str, Any]:
-    """Initial nodes: what the loader's first-fit of the start replicas fills; max: the peak x headroom."""
+def _peak_nodes(shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]]) -> int:
+    """The most nodes of ``shape`` that the replicas need at any sample, by resources alone."""
     samples = len(asks[0][1]) if asks else 1
     bound = 0
     for k in range(samples):
         need = [sum(counts[k] * requests[r] for requests, counts in asks) for r in range(3)]
         bound = max([bound] + [-(-n // shape[res]) for res, n in zip(RESOURCES, need, strict=True) if n])
+    return bound
+
+
+def _check_size(
+    asks: dict[str, list[tuple[tuple[int, int, int], list[int]]]],
+    shapes: dict[str, dict[str, int]],
+    options: Options,
+) -> None:
+    """A window x --scale x --headroom that makes more than a scenario holds is refused here, before
+    the packing of the start replicas would take its time."""
+    problems = []
+    most = max((max(counts) for group in asks.values() for _, counts in group), default=0)
+    if most > limits.MAX_REPLICAS:
+        problems.append(f"{most} replicas of one workload (at most {limits.MAX_REPLICAS})")
+    for group in ("cpu", "gpu"):
+        peak = math.ceil(round(_peak_nodes(shapes[group], asks[group]) * options.headroom, 6))
+        if peak > limits.MAX_NODES:
+            problems.append(f"{peak} {group} nodes at the peak x --headroom (at most {limits.MAX_NODES})")
+    if problems:
+        message = f"the window x --scale {options.scale:g} needs {' and '.join(problems)}"
+        raise InputError("--scale", [Problem("", message)])
+
+
+def _group(
+    name: str, shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]], headroom: float
+) -> dict[str, Any]:
+    """Initial nodes: what the loader's first-fit of the start replicas fills; max: the peak x headroom."""
+    bound = _peak_nodes(shape, asks)
     initial = _first_fit([(requests, counts[0]) for requests, counts in asks], shape)
     group: dict[str, Any] = {
         "name": name,
@@ -318,19 +375,35 @@ def _group(
 
 
 def _first_fit(pods: list[tuple[tuple[int, int, int], int]], shape: dict[str, int]) -> int:
-    """Nodes that a first-fit in this order fills, as the loader places ``placement: {group: n}``."""
+    """Nodes that a first-fit in this order fills, as the loader places ``placement: {group: n}``.
+    Replicas of one workload are alike, so each node in turn takes as many of them as fit: the same
+    nodes as placing them pod by pod, in one step per (workload, node). Every ask fits an empty node
+    (``_check_fits``)."""
     capacity = (shape.get("cpu", 0), shape.get("memory", 0), shape.get(GPU, 0), shape["pods"])
     free: list[list[int]] = []
     for (cpu, memory, gpu), count in pods:
         ask = (cpu, memory, gpu, MILLI)
-        for _ in range(count):
-            home = next((f for f in free if all(a <= room for a, room in zip(ask, f, strict=True))), None)
-            if home is None:
-                home = list(capacity)
-                free.append(home)
-            for r in range(4):
-                home[r] -= ask[r]
+        left = count
+        for room in free:
+            take = min(left, _how_many(ask, room))
+            _take(room, ask, take)
+            left -= take
+        while left:
+            room = list(capacity)
+            take = min(left, _how_many(ask, room))
+            _take(room, ask, take)
+            free.append(room)
+            left -= take
     return len(free)
+
+
+def _take(room: list[int], ask: tuple[int, int, int, int], times: int) -> None:
+    for r in range(4):
+        room[r] -= ask[r] * times
+
+
+def _how_many(ask: tuple[int, int, int, int], room: list[int]) -> int:
+    return min(room[r] // ask[r] for r in range(4) if ask[r])
 
 
 def _notes(source: str, options: Options, kept: int, live: int) -> tuple[str, ...]:

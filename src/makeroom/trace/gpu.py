@@ -18,21 +18,26 @@ from pathlib import Path
 from typing import Any
 
 from makeroom.errors import InputError, Problem
+from makeroom.model import limits
 from makeroom.model.quantity import MILLI, format_quantity
+from makeroom.model.resources import GPU_SHARE
 from makeroom.trace.common import (
     Conversion,
     Row,
     cell,
     dns_name,
     duration,
+    milli,
     natural,
     number,
     read_rows,
     time_cell,
     unique,
+    whole,
 )
+from makeroom.trace.dlrm import check_window
 
-GPU = "nvidia.com/gpu"
+GPU = GPU_SHARE  # thousandths of a GPU, whole numbers: Kubernetes refuses a fraction of nvidia.com/gpu
 NODE_FILE = "openb_node_list_all_node.csv"
 POD_FILE = "openb_pod_list_default.csv"
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -96,15 +101,16 @@ def read_dir(directory: Path) -> tuple[list[Machine], list[Task]]:
 
 
 def _milli(row: Row, column: str, where: str, unit: int, problems: list[Problem]) -> int:
+    """The cell in milli-units of a scenario: ``unit`` is milli-units per unit of the column."""
     value = number(cell(row, column), f"{where}.{column}", problems)
-    return 0 if value is None else int(value * unit)
+    return 0 if value is None else milli(value, unit, f"{where}.{column}", problems)
 
 
 def _machine(row: Row, where: str, problems: list[Problem]) -> Machine | None:
     before = len(problems)
     cpu = _milli(row, "cpu_milli", where, 1, problems)
     memory = _milli(row, "memory_mib", where, _MIB * MILLI, problems)
-    gpus = _milli(row, "gpu", where, 1, problems)
+    gpus = whole(cell(row, "gpu"), f"{where}.gpu", problems, high=1000) or 0
     model = cell(row, "model")
     if gpus and not model:
         problems.append(Problem(f"{where}.model", f"expected the GPU model of a node with {gpus} GPUs"))
@@ -118,8 +124,8 @@ def _task(row: Row, where: str, problems: list[Problem]) -> Task | None:
         problems.append(Problem(f"{where}.name", "expected a pod name, got an empty cell"))
     cpu = _milli(row, "cpu_milli", where, 1, problems)
     memory = _milli(row, "memory_mib", where, _MIB * MILLI, problems)
-    count = number(cell(row, "num_gpu"), f"{where}.num_gpu", problems)
-    share = number(cell(row, "gpu_milli"), f"{where}.gpu_milli", problems)
+    count = whole(cell(row, "num_gpu"), f"{where}.num_gpu", problems, high=1000)
+    share = whole(cell(row, "gpu_milli"), f"{where}.gpu_milli", problems, high=1000)
     qos = cell(row, "qos")
     if qos not in PRIORITY:
         problems.append(Problem(f"{where}.qos", f"expected one of {', '.join(PRIORITY)}, got {qos!r}"))
@@ -131,17 +137,15 @@ def _task(row: Row, where: str, problems: list[Problem]) -> Task | None:
         )
     if len(problems) > before or count is None or share is None:
         return None
-    return Task(name, cpu, memory, int(count * share), qos, created, deleted)
+    return Task(name, cpu, memory, count * share, qos, created, deleted)
 
 
 def convert(machines: list[Machine], tasks: list[Task], options: Options, source: str) -> Conversion:
-    problems = []
-    if not options.hours > 0:
-        problems.append(Problem("--hours", f"expected more than 0, got {options.hours:g}"))
-    if not options.node_scale > 0:
-        problems.append(Problem("--node-scale", f"expected more than 0, got {options.node_scale:g}"))
-    if not options.start >= 0:
-        problems.append(Problem("--start", f"expected 0 or more seconds, got {options.start:g}"))
+    problems = check_window(options.start, options.hours)
+    try:
+        limits.number(options.node_scale, low=0, high=limits.MAX_FACTOR, low_open=True)
+    except limits.InvalidValueError as exc:
+        problems.append(Problem("--node-scale", str(exc)))
     if problems:
         raise InputError("options", problems)
     t0, t1 = options.start, options.start + options.hours * 3600
@@ -215,7 +219,7 @@ def _groups(machines: list[Machine], node_scale: float) -> list[dict[str, Any]]:
         }
         group: dict[str, Any] = {"name": name, "capacity": capacity}
         if m.gpus:
-            capacity[GPU] = str(m.gpus)
+            capacity[GPU] = str(m.gpus * MILLI)
             group["labels"] = {MODEL_LABEL: m.model}
         group |= {"min": size, "max": size, "initial": size}
         groups.append(group)
@@ -225,5 +229,5 @@ def _groups(machines: list[Machine], node_scale: float) -> list[dict[str, Any]]:
 def _workload(name: str, task: Task) -> dict[str, Any]:
     requests = {"cpu": format_quantity(task.cpu, "cpu"), "memory": format_quantity(task.memory, "memory")}
     if task.gpu:
-        requests[GPU] = format_quantity(task.gpu, GPU)
+        requests[GPU] = str(task.gpu)
     return {"name": name, "replicas": 1, "priority": PRIORITY[task.qos], "requests": requests}
