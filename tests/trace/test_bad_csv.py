@@ -151,8 +151,8 @@ def test_a_window_scaled_beyond_what_a_scenario_holds_is_refused_before_packing(
         code, err, _ = dlrm(tmp_path, "\n".join([HEADER, *rows]) + "\n", "--scale", "1000")
     assert code == 2
     assert err.strip() == (
-        "makeroom: --scale: the window x --scale 1000 needs 200000 replicas of one workload (at most 150000) and "
-        "80001 cpu nodes at the peak x --headroom (at most 5000)"
+        "makeroom: --scale: the window x --scale 1000 needs 200000 replicas of one workload "
+        "(at most 150000) and 80001 cpu nodes at the peak x --headroom (at most 5000)"
     )
     assert not (tmp_path / "out.yaml").exists()
 
