@@ -31,7 +31,7 @@ from typing import Any
 
 from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
@@ -214,7 +214,7 @@ class KubeCluster:
     def records(self) -> Records:
         out = Records()
         for kind in RecordKind:
-            found: dict[str, Any] = out.relocations if kind is RecordKind.RELOCATION else out.consolidations
+            found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
             except NotFoundError as exc:
@@ -234,10 +234,12 @@ class KubeCluster:
             self.in_flight[kind] = set(found)
         return out
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
         # The action is on the record's subject (its pod or node), as the metrics and logs name it.
-        self._guard("record", record.subject, {"kind": record.kind.value, "phase": record.phase.value})
+        detail = {"kind": record.kind.value}
+        detail.update({"phase": record.phase.value} if not isinstance(record, Cooldown) else {})
+        self._guard("record", record.subject, detail)
         body = crs.to_object(record, self.records_namespace)
         self.api.request(
             "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
