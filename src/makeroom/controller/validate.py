@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Cluster
-from makeroom.controller.records import Record, Records, Relocation
+from makeroom.controller.records import Phase, Record, Records, Relocation
 from makeroom.controller.room import somewhere_to_go as room_for_replacements
 from makeroom.controller.scope import NamespaceLabels, Scope
 from makeroom.model import Pod
@@ -230,6 +230,27 @@ def replicas_unchanged(command: Command, ctx: Context) -> RefusedError | None:
     return None
 
 
+def surges_still_ours(command: Command, ctx: Context) -> RefusedError | None:
+    """While a record surges its workloads, each still has the replicas the record saw or set, and
+    no other controller took its replicas over (a new HPA): makeroom then stops, and never scales it
+    back against that controller."""
+    record = command.record
+    if record.phase is not Phase.HOLDING:
+        return None
+    for workload, surge in record.surge.items():
+        w = ctx.state.workloads.get(workload)
+        if w is None:
+            continue  # gone: nothing to scale back (its pods go with it)
+        if w.replicas_owner is not None:
+            return RefusedError(Refusal.REPLICAS_OWNED, f"{w.replicas_owner} sets the replicas of {workload}")
+        if w.replicas not in (surge.base, surge.base + surge.by):
+            return RefusedError(
+                Refusal.REPLICAS_CHANGED,
+                f"{workload} has {w.replicas} replicas; makeroom surged it from {surge.base}",
+            )
+    return None
+
+
 def surge_not_taken(command: Command, ctx: Context) -> RefusedError | None:
     """No other record under way surges the workload (one owner of a workload's surge at a time)."""
     owner = ctx.live.records.surge_owners_but(command.record).get(command.target)
@@ -284,6 +305,7 @@ CHECKS: tuple[tuple[frozenset[Action], Check], ...] = (
     (frozenset(Action), within_budget),
     (frozenset({Action.HOLD, Action.MARK, Action.SURGE, Action.EVICT}), victim_still_fits_the_record),
     (frozenset({Action.HOLD}), reservation_ours),
+    (frozenset({Action.HOLD}), surges_still_ours),
     (frozenset({Action.SURGE}), scalable),
     (frozenset({Action.SURGE}), replicas_unchanged),
     (frozenset({Action.SURGE}), surge_not_taken),

@@ -58,7 +58,14 @@ class LeaderElector:
         self.transitions = 0
 
     def is_leader(self) -> bool:
-        return self._renewed is not None and self.clock() - self._renewed < self.renew_deadline
+        return self.remaining() > 0
+
+    def remaining(self) -> float:
+        """Seconds this replica may still act for: until its last renewal is ``renew_deadline`` old
+        (0 when it does not hold the lease). The fence of every write's HTTP attempt."""
+        if self._renewed is None:
+            return 0.0
+        return max(0.0, self.renew_deadline - (self.clock() - self._renewed))
 
     def _spec(self, acquire_time: str, transitions: int) -> dict[str, Any]:
         return {

@@ -130,7 +130,9 @@ class SimCluster:
         self.world.changed()
 
     def scale(self, workload: str, replicas: int) -> None:
-        self._workload(workload)
+        """PATCH deployments/<name>/scale: only a Deployment has it (a StatefulSet of that name: 404)."""
+        if self._workload(workload).owner_kind is not OwnerKind.REPLICA_SET:
+            raise NotFoundError(f"deployments.apps {workload} not found")
         self.world.scale(workload, replicas, reason=SURGE_REASON)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
