@@ -148,8 +148,11 @@ class LeaderElector:
             stop.wait(self.retry_period)
 
     def release(self) -> None:
-        """Give the lease up (on SIGTERM) so that the next candidate need not wait for it to expire."""
-        if not self.is_leader():
+        """Give the lease up (on SIGTERM) so that the next candidate need not wait for it to expire.
+        Also when this replica's renew deadline has passed (a call that hung past it on the way out):
+        the Lease is released only if it still names this replica, and the write carries its
+        resourceVersion, so a lease another replica holds is never touched."""
+        if self._renewed is None:
             return
         self._renewed = None
         try:
