@@ -12,13 +12,23 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makeroom.controller import ControllerConfig, Reason, Strategy
-from makeroom.controller.records import CONSOLIDATING_TAINT, Phase
-from makeroom.model import Pod
+from makeroom.controller import Controller, ControllerConfig, Reason, Strategy
+from makeroom.controller.records import (
+    CONSOLIDATING_TAINT,
+    Consolidation,
+    Phase,
+    RecordKind,
+    Relocation,
+    Surge,
+    Victim,
+)
+from makeroom.model import Pod, Workload
 from makeroom.scenario import parse_scenario
 from makeroom.sim import Options, Result, Simulation
 from makeroom.sim.port import SimCluster
 from makeroom.sim.runs import attach_controller
+from tests.builders.port import FakeCluster
+from tests.builders.state import CPU_NODE, GPU_NODE, StateBuilder
 from tests.controller.support import leftovers
 
 SURGE = "makeroom_scale"
@@ -211,3 +221,52 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 def test_relocations_compose_on_generated_clusters_with_several_pending_pods(data: dict[str, Any]) -> None:
     sim, result, watch = run(data)
     check_invariants(sim, data, result, watch)
+
+
+# --- ownership of a surge, record by record ---------------------------------------------------------
+def one_api_two_records() -> tuple[FakeCluster, Relocation, Consolidation]:
+    """iris surged 10 -> 13 by a relocation under way, while a consolidation that surged it the same
+    way earlier has emptied its node (gone now) and waits for its end."""
+    b = StateBuilder([StateBuilder.group("cpu", CPU_NODE, max=2), StateBuilder.group("gpu", GPU_NODE)])
+    b.node("cpu")
+    b.node("gpu")
+    iris = b.fill("iris", {"cpu": "400m", "memory": "1Gi"}, 100, "gpu-0", 3) + b.fill(
+        "iris", {"cpu": "400m", "memory": "1Gi"}, 100, "cpu-0", 7
+    )
+    b.state.workloads["iris"] = Workload("iris", iris[0].spec, 13)
+    waiting = b.pod("llm", {"cpu": "3", "memory": "12Gi", "nvidia.com/gpu": "1"}, 1000)
+    waiting.unschedulable_since = 0.0
+    surge = {"iris": Surge(by=3, base=10, need_ready=10)}
+    relocation = Relocation(
+        pod=waiting.key,
+        strategy=Strategy.MIGRATE,
+        node="gpu-0",
+        started=5.0,
+        deadline=1e12,
+        victims=[Victim(p.key, "iris", "gpu-0") for p in iris[:3]],
+        surge=dict(surge),
+    )
+    emptied = Consolidation(
+        node="gpu-9",
+        started=1.0,
+        deadline=1e12,
+        phase=Phase.EMPTY,
+        victims=[Victim(f"default/iris-old-{i}", "iris", "gpu-9") for i in range(3)],
+        surge=dict(surge),
+    )
+    port = FakeCluster(b.state, time=10.0)
+    port.save_record(relocation)
+    port.save_record(emptied)
+    port.calls.clear()
+    return port, relocation, emptied
+
+
+def test_an_emptied_node_s_consolidation_owns_no_surge_and_never_shrinks_another_s() -> None:
+    port, relocation, emptied = one_api_two_records()
+    records = port.records()
+    assert records.surge_owners() == {"iris": relocation.pod}  # the emptied node's is over
+    controller = Controller(port, port, ControllerConfig(strategy=Strategy.MIGRATE))
+    controller.tick()  # the consolidation's node is gone: it is given up
+    assert port.record(RecordKind.CONSOLIDATION, emptied.node) is None
+    assert ("scale", "iris") not in port.calls  # 13 is the relocation's surge, not the node's
+    assert port.state.workloads["iris"].replicas == 13

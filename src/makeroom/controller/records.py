@@ -237,24 +237,20 @@ class Records:
         """``surge_owners`` of every record but ``record`` (the same kind and subject)."""
         out: dict[str, str] = {}
         for other in (*self.relocations.values(), *self.consolidations.values()):
-            if other is None or (
-                record is not None and other.kind is record.kind and other.subject == record.subject
-            ):
+            if other is None or other.phase is Phase.EMPTY:
+                continue  # an emptied node's consolidation shrank its surges back long ago
+            if record is not None and other.kind is record.kind and other.subject == record.subject:
                 continue
             for workload in other.surge:
                 out.setdefault(workload, other.subject)
         return out
 
     def surge_owners(self) -> dict[str, str]:
-        """Each workload a record under way surges (or surged and has not finished shrinking back:
-        any phase), with that record's subject. One record owns a workload's surge at a time: a second
-        relocation that needs it waits until the first is over, so two surges never fight."""
-        out: dict[str, str] = {}
-        for record in (*self.relocations.values(), *self.consolidations.values()):
-            if record is not None:
-                for workload in record.surge:
-                    out.setdefault(workload, record.subject)
-        return out
+        """Each workload a record under way surges (or surged and may not have finished shrinking
+        back: any phase but an emptied node's), with that record's subject. One record owns a
+        workload's surge at a time: a second relocation that needs it waits until the first is over,
+        so two surges never fight."""
+        return self.surge_owners_but(None)
 
     def surging(self) -> frozenset[str]:
         """Workloads scaled up by a record under way: their new pods wait for room by design."""

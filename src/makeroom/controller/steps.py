@@ -363,6 +363,13 @@ class Steps:
         w = state.workloads.get(workload)
         if w is None or w.replicas != surge.base + surge.by or surge.by == 0:
             return
+        live = self.validator.live
+        owner = live.records.surge_owners_but(record).get(workload) if live is not None else None
+        if owner is not None:  # another record's surge now: never scaled back from under it
+            log.warning(
+                "surge not undone: another record surges it", extra={"workload": workload, "for": owner}
+            )
+            return
         if w.replicas_owner is not None:
             # an HPA (or the like) took the replicas over meanwhile: its count now, not makeroom's
             log.warning(
