@@ -8,7 +8,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from makeroom.controller import NotFoundError, ObjectKind, Reason
-from makeroom.controller.records import Consolidation, Record, RecordKind, Records, Relocation
+from makeroom.controller.records import (
+    Consolidation,
+    Cooldown,
+    Record,
+    RecordKind,
+    Records,
+    Relocation,
+    Stored,
+)
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
 from makeroom.model import OwnerKind, Pod, Taint, Toleration
 from makeroom.model.state import ClusterState
@@ -48,11 +56,13 @@ class FakeCluster:
         for (kind, subject), fields in self.stored.items():
             if kind is RecordKind.RELOCATION:
                 out.relocations[subject] = Relocation.from_fields(fields)
-            else:
+            elif kind is RecordKind.CONSOLIDATION:
                 out.consolidations[subject] = Consolidation.from_fields(fields)
+            else:
+                out.cooldowns[subject] = Cooldown.from_fields(fields)
         return out
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         self.calls.append(("record", record.subject))
         self.stored[(record.kind, record.subject)] = record.to_fields()
 
@@ -64,6 +74,8 @@ class FakeCluster:
         """The stored record, parsed (for assertions)."""
         fields = self.stored.get((kind, subject))
         if fields is None:
+            return None
+        if kind is RecordKind.COOLDOWN:
             return None
         return (Relocation if kind is RecordKind.RELOCATION else Consolidation).from_fields(fields)
 

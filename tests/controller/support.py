@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from makeroom.controller import Controller, ControllerConfig, ObjectKind, Reason, Strategy
-from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Taint, Toleration
 from makeroom.model.state import ClusterState
@@ -49,7 +49,7 @@ class CrashingPort:
     def records(self) -> Records:
         return self.inner.records()
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         self._step()
         self.inner.save_record(record)
 

@@ -6,10 +6,11 @@ from typing import Any
 
 import yaml
 
-from makeroom.controller import ControllerConfig, Strategy
+from makeroom.controller import Controller, ControllerConfig, Strategy
 from makeroom.planner import NotMovable, Policy, not_movable
 from makeroom.scenario import load_scenario, parse_scenario
 from makeroom.sim import Options, Simulation
+from makeroom.sim.port import SimCluster
 from makeroom.sim.runs import attach_controller
 from tests.conftest import seed
 from tests.controller.support import leftovers
@@ -73,20 +74,40 @@ def test_a_changed_world_rolls_back_cleanly() -> None:
         assert result.data["workloads"]["iris-classifier"]["ready_at_end"] == 15
 
 
-def test_replacements_are_in_cooldown() -> None:
+def test_the_cooldown_is_in_makeroom_s_store_and_survives_a_failover() -> None:
+    """Issue 12 (stalls): the cooldown lived only in the leader's memory, so a new leader moved the
+    replacements again at once. It is a Cooldown record in makeroom's own store now."""
     scenario = load_scenario(seed(1))
     sim = Simulation(scenario, Options(strategy=Strategy.MIGRATE))
-    controller = attach_controller(sim, ControllerConfig(strategy=Strategy.MIGRATE))
-    sim.run(until=200.0)
+    config = ControllerConfig(strategy=Strategy.MIGRATE)
+    attach_controller(sim, config)
+    result = sim.run(until=200.0)
+    (done,) = [e["t"] for e in result.data["events"] if e.get("reason") == "RoomMade"]
     state = sim.world.state
-    cooling = controller.steps.cooling(state, 200.0)
+    port = SimCluster(sim.world)
+    records = port.records()
+    assert not records.relocations
+    cooldown = records.cooldowns["iris-classifier"]
+    assert cooldown is not None and cooldown.until == done + config.cooldown
+    fresh = Controller(port, port, config)  # a new leader: nothing of the old one in memory
+    fresh.steps.see(records)
+    cooling = fresh.steps.cooling(state, records, 200.0)
     replacements = {
         p.key for p in state.pods.values() if p.workload == "iris-classifier" and p.created_at > 0
     }
     assert replacements and cooling == replacements
     policy = Policy(now=200.0, recently_moved=cooling)
     assert all(not_movable(state.pods[k], policy) is NotMovable.COOLDOWN for k in replacements)
-    assert controller.steps.cooling(state, 62.0 + 601.0) == frozenset()
+    assert fresh.steps.cooling(state, records, cooldown.until) == frozenset()
+
+
+def test_a_cooldown_that_is_over_leaves_the_store() -> None:
+    scenario = load_scenario(seed(1))
+    sim = Simulation(scenario, Options(strategy=Strategy.MIGRATE))
+    attach_controller(sim, ControllerConfig(strategy=Strategy.MIGRATE))
+    sim.run()
+    assert SimCluster(sim.world).records().cooldowns == {}
+    assert leftovers(sim, scenario) == []
 
 
 def test_migrate_never_scales_a_workload_whose_replicas_another_controller_owns() -> None:

@@ -195,7 +195,7 @@ def test_moves_in_flight_count_against_the_bound_across_relocations() -> None:
                 pod=other.key,
                 strategy=Strategy.EVICT,
                 node="cpu-0",
-                started=0.0,
+                started=10.0,  # now, after the pods were made (pods made since it started cool down)
                 deadline=1e12,
                 victims=[Victim(f"team-a/web-{i}", "team-a/web", "cpu-0") for i in range(4)],
             )

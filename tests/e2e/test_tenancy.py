@@ -49,12 +49,16 @@ def status_of(call: Any) -> int:
     return 200
 
 
-def records(cp: ControlPlane, namespace: str) -> list[str]:
+def records(
+    cp: ControlPlane,
+    namespace: str,
+    plurals: tuple[str, ...] = ("relocations", "consolidations", "cooldowns"),
+) -> list[str]:
     from kubernetes import client
 
     custom: Any = client.CustomObjectsApi(cp.api)
     out = []
-    for plural in ("relocations", "consolidations"):
+    for plural in plurals:
         for obj in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]:
             out.append(f"{plural}/{obj['metadata']['name']}")
     return out
@@ -123,6 +127,7 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
     assert deletes == {
         ("mr-makeroom", "relocations"),
         ("mr-makeroom", "consolidations"),
+        ("mr-makeroom", "cooldowns"),
         ("mr-makeroom", "leases"),
     }
     (lease_rule,) = [r for r in rules["mr-makeroom"] if "delete" in r["verbs"] and "leases" in r["resources"]]
@@ -431,7 +436,12 @@ def test_a_tenant_cannot_steer_or_halt_makeroom(cp: ControlPlane, tmp_path: Path
                 30,
                 "released",
             )
-            cp.wait_for(lambda: not records(cp, inst.namespace), 30, "record deleted")
+            moves = ("relocations", "consolidations")
+            cp.wait_for(lambda: not records(cp, inst.namespace, moves), 30, "record deleted")
+            # the replacements cool down, in makeroom's own store (a new leader would know)
+            assert [r.split(".")[-1] for r in records(cp, inst.namespace, ("cooldowns",))] == [
+                "iris-classifier"
+            ]
         finally:
             high_water.stop()
             ls.stop()

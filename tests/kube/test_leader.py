@@ -69,6 +69,24 @@ def test_release_lets_the_next_candidate_in_at_once() -> None:
     assert b.step() and b.is_leader()
 
 
+def test_a_leader_past_its_renew_deadline_still_releases_a_lease_that_names_it() -> None:
+    """A replica stopping while a call hung past its renew deadline (SIGTERM during a call) gives the
+    Lease up all the same; one that another replica took over is left alone."""
+    server, now = FakeApiServer(), [0.0]
+    a, b = electors(server, now)
+    a.step()
+    now[0] += 12.0  # past the renew deadline, within the lease duration
+    assert not a.is_leader()
+    a.release()
+    assert server.objects[LEASE]["spec"]["holderIdentity"] == ""
+    now[0] += 0.5
+    assert b.step() and b.is_leader()
+    now[0] += 12.0
+    a._renewed = now[0] - 11.0  # a stale replica that once led
+    a.release()
+    assert server.objects[LEASE]["spec"]["holderIdentity"] == "b"
+
+
 def test_conflicting_writes_make_one_winner() -> None:
     server, now = FakeApiServer(), [0.0]
     a, b = electors(server, now)

@@ -9,6 +9,7 @@ from pathlib import Path
 from prometheus_client.metrics import MetricWrapperBase
 
 from makeroom.controller import TickReport
+from makeroom.controller.reasons import Fallback
 from makeroom.kube.metrics import Metrics
 
 DOC = Path(__file__).parents[2] / "docs" / "kube.md"
@@ -63,6 +64,7 @@ def test_a_report_is_counted_once_with_consolidations_and_plan_times() -> None:
         consolidation_stopped=["gpu-1"],
         moves=3,
         evictions=2,
+        fallbacks=[("apps/db-0", Fallback.NOT_A_DEPLOYMENT)],
         relocation_plan_seconds=0.25,
     )
     metrics.count(report)
@@ -74,6 +76,8 @@ def test_a_report_is_counted_once_with_consolidations_and_plan_times() -> None:
         'makeroom_consolidation_outcomes_total{outcome="stopped"} 1.0',
         "makeroom_controller_moves_total 3.0",
         "makeroom_controller_evictions_total 2.0",
+        'makeroom_relocation_fallbacks_total{why="not-a-deployment"} 1.0',
+        'makeroom_relocation_fallbacks_total{why="not-replaced"} 0.0',
         'makeroom_controller_plan_seconds_sum{kind="relocation"} 0.25',
         'makeroom_controller_plan_seconds_count{kind="consolidation"} 0.0',
     ):

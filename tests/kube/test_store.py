@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from makeroom.controller import Strategy
-from makeroom.controller.records import Consolidation, Phase, RecordKind, Relocation, Surge, Victim
+from makeroom.controller.records import (
+    Consolidation,
+    Cooldown,
+    Phase,
+    RecordKind,
+    Relocation,
+    Surge,
+    Victim,
+)
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
 from makeroom.kube.cleanup import CleanupError, CleanupOptions, clean_up
@@ -115,6 +123,28 @@ def test_a_record_is_a_resource_in_makeroom_s_namespace_and_reads_back() -> None
     kc.delete_record(RecordKind.RELOCATION, f"{NS}/p")
     kc.delete_record(RecordKind.RELOCATION, f"{NS}/p")  # gone already: no error
     assert kc.records().relocations == {} and path not in server.objects
+
+
+def test_a_cooldown_is_a_resource_in_makeroom_s_namespace_and_reads_back() -> None:
+    server = cluster_objects()
+    kc = kube(server)
+    cooldown = Cooldown(workload=f"{NS}/web", pods=[f"{NS}/web-7", f"{NS}/web-8"], until=1_767_226_200.5)
+    kc.save_record(cooldown)
+    path = f"/apis/makeroom.io/v1alpha1/namespaces/{MINE}/cooldowns/{NS}.web"
+    obj = server.objects[path]
+    assert obj["kind"] == "Cooldown" and obj["metadata"]["namespace"] == MINE
+    assert obj["spec"] == {
+        "workload": f"{NS}/web",
+        "pods": [f"{NS}/web-7", f"{NS}/web-8"],
+        "until": "2026-01-01T00:10:00.500000Z",
+    }
+    assert kc.records().cooldowns == {f"{NS}/web": cooldown}
+    damaged = copy.deepcopy(obj)
+    damaged["spec"]["pods"] = "web-7"
+    server.put(path, damaged)
+    assert kc.records().cooldowns == {f"{NS}/web": None}  # the controller removes it
+    kc.delete_record(RecordKind.COOLDOWN, f"{NS}/web")
+    assert kc.records().cooldowns == {} and path not in server.objects
 
 
 def test_records_elsewhere_are_not_makeroom_s_and_damaged_ones_read_as_none() -> None:

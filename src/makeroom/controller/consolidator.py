@@ -61,7 +61,7 @@ class Consolidations:
             ConsolidationPolicy(
                 now=now,
                 cooldown=config.cooldown,
-                recently_moved=self.s.cooling(state, now),
+                recently_moved=self.s.cooling(state, records, now),
                 max_moves=budget,
                 min_saving=config.consolidation.min_saving,
                 skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(RetryKey.skipped_node(n), now)),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from makeroom.controller.config import ControllerConfig
 from makeroom.controller.consolidator import Consolidations
 from makeroom.controller.port import Clock, Cluster, ClusterError
-from makeroom.controller.records import Records
+from makeroom.controller.records import RecordKind, Records
 from makeroom.controller.relocator import Relocations
 from makeroom.controller.scope import Scope
 from makeroom.controller.steps import NODE_ANCHOR, RetryKey, Step, Steps, TickReport, node_anchor
@@ -67,12 +67,13 @@ class Controller:
         state = s.cluster.snapshot()
         try:
             records = s.cluster.records()
-            live = Live(state, s.cluster.namespaces(), now)
+            live = Live(state, s.cluster.namespaces(), now, records)
         except ClusterError as exc:  # without its records makeroom must not act at all
             s.report.errors += 1
             log.warning("records not read; nothing done this round", extra={"error": str(exc)})
             return s.report
         s.validator.see(live)
+        s.see(records)
         waiting = _waiting(state, records)
         relocating, marked = self.relocations.scan(state, records)
         for key, pod, record in relocating:
@@ -84,6 +85,7 @@ class Controller:
         anchors = set(records.relocations) | {node_anchor(n) for n in records.consolidations}
         s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked)
         s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, records)
+        s.guarded(RetryKey.step(Step.COOLDOWNS), s.sweep_cooldowns, records, now)
         for key, when in list(self._expected.items()):
             gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
             if key in anchors or gone or now - when > EXPECTATION_TIMEOUT:
@@ -109,6 +111,7 @@ class Controller:
         now = s.clock.now()
         state = s.cluster.snapshot()
         records = s.cluster.records()
+        s.see(records)
         relocating, marked = self.relocations.scan(state, records)
         for key, pod, record in relocating:
             self.relocations.roll_back(state, key, pod, record, why, now)
@@ -117,6 +120,9 @@ class Controller:
         handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}
         s.collect_orphans(state, set(), [p for p in marked if p.key not in handled])
         self.consolidations.collect_orphans(state, records)  # the nodes of records were given up above
+        for workload in sorted({*records.cooldowns, *s.cooldowns}):  # those just written too
+            s.act(s.cluster.delete_record, RecordKind.COOLDOWN, workload)
+        s.cooldowns.clear()
         return s.report
 
     def preview(self, state: ClusterState) -> Plan:
@@ -124,7 +130,7 @@ class Controller:
         of the real run: what ``makeroom run --dry-run`` logs."""
         s = self.steps
         records = s.cluster.records()
-        live = Live(state, s.cluster.namespaces(), s.clock.now())
+        live = Live(state, s.cluster.namespaces(), s.clock.now(), records)
         to_plan = self._room_for(_waiting(state, records), records, live)
         return plan(state, self.relocations.policy(live, to_plan, records))
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
@@ -61,7 +61,7 @@ class Cluster(Protocol):
         """makeroom's records, read from its own store as they are now (never from a stale cache)."""
         ...
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         """Create or replace the record of ``record.subject``."""
         ...
 

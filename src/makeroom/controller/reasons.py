@@ -39,6 +39,9 @@ class Reason(StrEnum):
     ROLLED_BACK = "RelocationRolledBack"
     """On a pending pod: the plan no longer held (timed out, node gone, room taken); every mark and
     surge is undone and the pod is planned again after a backoff."""
+    FELL_BACK_TO_EVICTION = "EvictedBeforeReplaced"
+    """On a victim of a make-before-break move (migrate, consolidation): it was evicted, within its
+    PodDisruptionBudget, before a replacement of its was Ready; the message says why (the Fallback)."""
     CONSOLIDATING = "Consolidating"
     """On a costly node: makeroom starts moving its pods to cheaper nodes so the autoscaler can remove
     it, with the saving per hour."""
@@ -51,4 +54,29 @@ class Reason(StrEnum):
     @property
     def warning(self) -> bool:
         """Whether the Event is a Warning (something makeroom set out to do did not happen)."""
-        return self is Reason.ROLLED_BACK
+        return self in (Reason.ROLLED_BACK, Reason.FELL_BACK_TO_EVICTION)
+
+
+class Fallback(StrEnum):
+    """Why a victim of a make-before-break move was evicted before a replacement of its was Ready
+    (the ``why`` label of makeroom_relocation_fallbacks_total)."""
+
+    REPLICAS_OWNED = "replicas-owned"
+    """Another controller (an HPA, KEDA...) sets its workload's replicas: makeroom may not surge it."""
+    NOT_A_DEPLOYMENT = "not-a-deployment"
+    """Its workload is not a Deployment that controls it (a StatefulSet...): only Deployments are
+    surged; other pods move by eviction, within their budget."""
+    NOT_REPLACED = "not-replaced"
+    """After the surge shrank back, its ReplicaSet removed other pods than it (not-Ready ones go
+    first): it left with fewer Ready pods than wanted."""
+    NO_WORKLOAD = "no-workload"
+    """Its workload is gone."""
+
+    @property
+    def why(self) -> str:
+        return {
+            Fallback.REPLICAS_OWNED: "another controller sets its workload's replicas",
+            Fallback.NOT_A_DEPLOYMENT: "its workload is not a Deployment makeroom may surge",
+            Fallback.NOT_REPLACED: "its ReplicaSet removed other pods when the surge ended",
+            Fallback.NO_WORKLOAD: "its workload is gone",
+        }[self]

@@ -11,6 +11,7 @@ the simulator's ReplicaSets read it too.)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,6 +36,9 @@ class RecordKind(StrEnum):
     """Room made for one pending pod; its subject is the pod's key (``namespace/name``)."""
     CONSOLIDATION = "consolidation"
     """A costly node being emptied; its subject is the node's name."""
+    COOLDOWN = "cooldown"
+    """A workload whose pods makeroom moved; its subject is the workload's key. The pods its moves
+    brought up are not moved again before the cooldown ends, whichever replica leads by then."""
 
 
 class Phase(StrEnum):
@@ -171,6 +175,45 @@ class Consolidation(Moves):
 
 
 Record = Relocation | Consolidation
+"""A record of moves under way: what the validator checks and the controller carries on."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Cooldown:
+    """The pods (keys) that makeroom's moves brought up for ``workload`` (the replacements): none of
+    them is moved again before ``until``. Written when a move ends (done, rolled back or given up),
+    before its record is removed, and removed once past: so the cooldown survives a failover, and
+    nothing a tenant writes lengthens or ends it."""
+
+    workload: str
+    pods: list[str]
+    until: float
+
+    kind: ClassVar[RecordKind] = RecordKind.COOLDOWN
+
+    @property
+    def subject(self) -> str:
+        return self.workload
+
+    def to_fields(self) -> dict[str, Any]:
+        return {"workload": self.workload, "pods": list(self.pods), "until": self.until}
+
+    @classmethod
+    def from_fields(cls, raw: Mapping[str, Any]) -> Cooldown | None:
+        """None for a record that is damaged: the controller removes it."""
+        try:
+            pods = raw["pods"]
+            if not isinstance(pods, list):
+                raise TypeError("pods")
+            return cls(
+                workload=_text(raw["workload"]), pods=[_text(p) for p in pods], until=_number(raw["until"])
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+
+Stored = Relocation | Consolidation | Cooldown
+"""Anything makeroom keeps in its own store."""
 
 
 @dataclass(slots=True)
@@ -180,6 +223,34 @@ class Records:
 
     relocations: dict[str, Relocation | None] = field(default_factory=dict)  # pod key -> record
     consolidations: dict[str, Consolidation | None] = field(default_factory=dict)  # node -> record
+    cooldowns: dict[str, Cooldown | None] = field(default_factory=dict)  # workload -> its cooldown
+
+    def of(self, kind: RecordKind) -> dict[str, Any]:
+        """The records of one kind, by subject."""
+        if kind is RecordKind.RELOCATION:
+            return self.relocations
+        if kind is RecordKind.CONSOLIDATION:
+            return self.consolidations
+        return self.cooldowns
+
+    def surge_owners_but(self, record: Moves | None) -> dict[str, str]:
+        """``surge_owners`` of every record but ``record`` (the same kind and subject)."""
+        out: dict[str, str] = {}
+        for other in (*self.relocations.values(), *self.consolidations.values()):
+            if other is None or other.phase is Phase.EMPTY:
+                continue  # an emptied node's consolidation shrank its surges back long ago
+            if record is not None and other.kind is record.kind and other.subject == record.subject:
+                continue
+            for workload in other.surge:
+                out.setdefault(workload, other.subject)
+        return out
+
+    def surge_owners(self) -> dict[str, str]:
+        """Each workload a record under way surges (or surged and may not have finished shrinking
+        back: any phase but an emptied node's), with that record's subject. One record owns a
+        workload's surge at a time: a second relocation that needs it waits until the first is over,
+        so two surges never fight."""
+        return self.surge_owners_but(None)
 
     def surging(self) -> frozenset[str]:
         """Workloads scaled up by a record under way: their new pods wait for room by design."""
@@ -210,8 +281,8 @@ def _text(value: Any) -> str:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TypeError(f"expected a finite number, got {value!r}")
     return float(value)
 
 

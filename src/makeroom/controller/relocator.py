@@ -3,6 +3,11 @@
 The record (a ``Relocation`` in makeroom's own store) is written before anything else and removed
 last; every other step is decided from what the cluster shows, re-checked against it (the
 validator), so a fresh controller resumes or rolls back what a dead one started.
+
+Never worse than doing nothing: a relocation that cannot proceed (a budget that lets no victim go
+while nothing of its workload is on its way, replacements with nowhere to go) gives up within
+``STUCK_GRACE`` of noticing, and every roll-back leaves the pod to the autoscaler for a while
+(``HANDS_OFF``, doubling with each roll-back in a row) before makeroom holds it again.
 """
 
 from __future__ import annotations
@@ -15,19 +20,30 @@ from collections import defaultdict
 from makeroom.controller.config import Strategy
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Phase, RecordKind, Records, Relocation, Victim
-from makeroom.controller.steps import RetryKey, Steps
+from makeroom.controller.room import somewhere_to_go
+from makeroom.controller.steps import Retry, RetryKey, Steps
 from makeroom.controller.validate import Action, Live, RefusedError
 from makeroom.model import SCALE_UP_DELAY, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
 from makeroom.planner import Move, Placement, PlacementReason, Policy, plan
+from makeroom.planner.budgets import Budgets
 
 log = logging.getLogger("makeroom.controller")
+
+STUCK_GRACE = 30.0
+"""Seconds a relocation may stay unable to proceed before it gives up: three scans of the
+autoscaler, so that a node it is about to add counts, and a change seen a moment late does not."""
+HANDS_OFF = 60.0
+"""After a roll-back, the pod is left to the autoscaler (no nomination, no scale-up delay) for this
+long before makeroom plans for it again, doubling with each roll-back in a row up to the timeout:
+makeroom never keeps the autoscaler away from a pod it cannot help."""
 
 
 class Relocations:
     def __init__(self, steps: Steps) -> None:
         self.s = steps
+        self._stuck: dict[str, tuple[str, float]] = {}  # pod key -> (why, since when)
 
     @staticmethod
     def scan(
@@ -57,14 +73,18 @@ class Relocations:
         config = self.s.config
         state, now = live.state, live.now
         skip = frozenset(
-            p.key for p in state.pending() if p not in waiting or self.s.waiting(RetryKey.pod(p.key), now)
+            p.key
+            for p in state.pending()
+            if p not in waiting
+            or self.s.waiting(RetryKey.pod(p.key), now)
+            or self.s.waiting(RetryKey.hands_off(p.key), now)
         )
         return Policy(
             now=now,
             cooldown=config.cooldown,
             max_moves_in_flight=config.max_moves_in_flight - records.moves_in_flight(),
             skip=skip,
-            recently_moved=self.s.cooling(state, now),
+            recently_moved=self.s.cooling(state, records, now),
             make_before_break=config.strategy is Strategy.MIGRATE,
             pinned=self.s.pinned(state, records, live.namespaces),
         )
@@ -82,21 +102,39 @@ class Relocations:
         for move in the_plan.moves:
             moves[move.for_pod.key].append(move)
         started = []
+        owners = records.surge_owners()  # one owner of each workload's surge at a time
         for placement in the_plan.placements:
-            if placement.reason is PlacementReason.RELOCATION and placement.node is not None:
-                self._begin(state, placement, moves[placement.pod.key], now)
-                started.append(placement.pod.key)
+            if placement.reason is not PlacementReason.RELOCATION or placement.node is None:
+                continue
+            pod = placement.pod
+            victims = [Victim(m.pod.key, m.workload, m.from_node) for m in moves[pod.key]]
+            scalable = (
+                self.s.scalable(state, victims) if self.s.config.strategy is Strategy.MIGRATE else set()
+            )
+            taken = sorted(w for w in scalable if w in owners)
+            if taken:
+                # Planned with the others, but its surge would scale a workload another relocation
+                # surges: it is planned again once that one is over (never two surges at once).
+                self.s.report.waiting_for_surge.append(pod.name)
+                log.info(
+                    "relocation waits for another's surge",
+                    extra={"pod": pod.key, "workloads": taken, "surged_for": [owners[w] for w in taken]},
+                )
+                continue
+            owners.update(dict.fromkeys(scalable, pod.key))
+            self._begin(state, placement, victims, scalable, now)
+            started.append(pod.key)
         return started
 
-    def _begin(self, state: ClusterState, placement: Placement, moves: list[Move], now: float) -> None:
+    def _begin(
+        self, state: ClusterState, placement: Placement, victims: list[Victim], scalable: set[str], now: float
+    ) -> None:
         pod = placement.pod
         assert placement.node is not None
         config = self.s.config
-        victims = [Victim(m.pod.key, m.workload, m.from_node) for m in moves]
-        scalable = self.s.scalable(state, victims) if config.strategy is Strategy.MIGRATE else set()
         why = (
-            f"making room on {placement.node} by moving {len(moves)} pod(s) with {config.strategy}: "
-            + ", ".join(m.pod.name for m in moves)
+            f"making room on {placement.node} by moving {len(victims)} pod(s) with {config.strategy}: "
+            + ", ".join(v.pod.rpartition("/")[2] for v in victims)
         )
         record = Relocation(
             pod=pod.key,
@@ -118,7 +156,7 @@ class Relocations:
             extra={
                 "pod": pod.key,
                 "node": placement.node,
-                "victims": len(moves),
+                "victims": len(victims),
                 "strategy": record.strategy,
             },
         )
@@ -139,7 +177,7 @@ class Relocations:
             return
         try:
             self.s.validator.record(record)  # first: is the record borne out by the cluster at all?
-            problem = self._changed(state, pod, record, now)
+            problem = self._changed(state, pod, record, now) or self._given_up(state, pod, record, now)
             if problem is not None:
                 self.roll_back(state, key, pod, record, problem, now)
                 return
@@ -181,6 +219,66 @@ class Relocations:
             return f"the room on {record.node} was taken by other pods"
         return None
 
+    def _given_up(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> str | None:
+        """Why the relocation cannot proceed, once it has not for ``STUCK_GRACE``: the autoscaler may
+        then do for the pod what it would have done without makeroom."""
+        why = self._blocked(state, pod, record)
+        if why is None:
+            self._stuck.pop(pod.key, None)
+            return None
+        _, since = self._stuck.setdefault(pod.key, (why, now))
+        if now - since < STUCK_GRACE:
+            return None
+        return f"it cannot proceed: {why}"
+
+    def _blocked(self, state: ClusterState, pod: Pod, record: Relocation) -> str | None:
+        """What keeps the relocation from ever proceeding as things are: a victim to evict whose budget
+        lets none of its workload's pods go while none is on its way to Ready; replacements of a
+        surge with nowhere to go (no room, none coming, no group that may grow)."""
+        surged = record.strategy is Strategy.MIGRATE and record.phase is Phase.HOLDING
+        node = state.nodes.get(record.node)
+        needed = node.group if node is not None else None
+        budgets = Budgets.of(state)
+        for victim in record.victims:
+            p = state.pods.get(victim.pod)
+            if p is None or p.terminating or p.node != victim.node or victim.workload is None:
+                continue
+            if surged and victim.workload in record.surge:
+                continue  # replaced first: its budget does not hold it
+            if not budgets.budgeted(victim.workload) or budgets.allowed[victim.workload] > 0:
+                continue
+            if not self._on_its_way(state, victim.workload, needed):
+                return f"the budget of {victim.workload} lets none of its pods go and none is starting"
+        if surged:
+            for workload, surge in record.surge.items():
+                w = state.workloads.get(workload)
+                if w is None or w.replicas != surge.base + surge.by:
+                    continue
+                waiting = [
+                    p for p in state.pending() if p.workload == workload and p.unschedulable_since is not None
+                ]
+                stuck = somewhere_to_go(
+                    state, waiting, not_group=needed, skip={pod.key, *(p.key for p in waiting)}
+                )
+                if stuck is not None:
+                    return f"the new pods of {workload} have nowhere to go"
+        return None
+
+    @staticmethod
+    def _on_its_way(state: ClusterState, workload: str, needed: str | None) -> bool:
+        """Whether a pod of the workload may still become Ready (its budget then lets one more go):
+        bound and starting, or pending with somewhere to go."""
+        pending = []
+        for p in state.pods.values():
+            if p.workload != workload or p.terminating or p.ready:
+                continue
+            if p.node is not None or p.unschedulable_since is None:
+                return True
+            pending.append(p)
+        if not pending:
+            return False
+        return somewhere_to_go(state, pending[:1], not_group=needed, skip={p.key for p in pending}) is None
+
     def _hold(self, pod: Pod, record: Relocation) -> None:
         """Keep the room: nominate the pod to the node (the scheduler holds room for it against
         lower-priority pods; the autoscaler skips pods nominated to an existing node), and hold the
@@ -194,8 +292,9 @@ class Relocations:
 
     # --- ending --------------------------------------------------------------------------------
     def _release(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
-        for workload in record.surge:
-            self.s.moved_workloads[workload] = record.started
+        self._stuck.pop(pod.key, None)
+        self.s.retry.pop(RetryKey.hands_off(pod.key), None)
+        self.s.cool_down(state, record, now)
         self.s.undo_moves(state, record)
         if pod.nominated_node is not None:
             self.s.act(self.s.cluster.nominate, pod.key, None)
@@ -220,7 +319,9 @@ class Relocations:
         why: str,
         now: float,
     ) -> None:
+        self._stuck.pop(key, None)
         if record is not None:
+            self.s.cool_down(state, record, now)
             self.s.undo_moves(state, record)
         if pod is not None:
             if pod.nominated_node is not None and pod.node is None:
@@ -228,8 +329,16 @@ class Relocations:
             if SCALE_UP_DELAY in pod.annotations:
                 self.s.act(self.s.cluster.annotate_pod, pod.key, {SCALE_UP_DELAY: None})
         self.s.act(self.s.cluster.delete_record, RecordKind.RELOCATION, key)
-        self.s.back_off(RetryKey.pod(key), now)
+        self._hands_off(key, now)
         self.s.report.rolled_back.append(key.rpartition("/")[2])
         if pod is not None:
             self.s.event(ObjectKind.POD, key, Reason.ROLLED_BACK, f"rolled back: {why}")
         log.warning("relocation rolled back", extra={"pod": key, "reason": why})
+
+    def _hands_off(self, key: str, now: float) -> None:
+        """The pod is left to the autoscaler for a while: no plan holds it again until then."""
+        hold = RetryKey.hands_off(key)
+        last = self.s.retry.get(hold)
+        attempts = last.attempts + 1 if last is not None else 1
+        wait = min(self.s.config.timeout, max(self.s.config.backoff, HANDS_OFF * 2.0 ** (attempts - 1)))
+        self.s.retry[hold] = Retry(now + wait, attempts)

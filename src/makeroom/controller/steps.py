@@ -9,20 +9,24 @@ be repeated after a crash. An *anchor* names what the pods leave for: a pending 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlockedError, NotFoundError
-from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.reasons import Fallback, ObjectKind, Reason
 from makeroom.controller.records import (
     PRIOR_DELETION_COST,
     VICTIM_DELETION_COST,
+    Cooldown,
     Moves,
     Record,
+    RecordKind,
     Records,
     Relocation,
+    Stored,
     Surge,
     Victim,
 )
@@ -47,6 +51,7 @@ class Step(StrEnum):
     CONSOLIDATE = "consolidate"  # look for a node to empty and start its consolidation
     ORPHANS = "orphans"  # undo the surges and marks that no record explains
     ORPHAN_TAINTS = "orphan-taints"  # remove consolidation taints that no record explains
+    COOLDOWNS = "cooldowns"  # remove the cooldown records that are over
 
 
 class RetryKind(StrEnum):
@@ -56,6 +61,7 @@ class RetryKind(StrEnum):
     POD = "pod"  # a pod: its relocation under way, its roll-back, or its refused eviction
     CONSOLIDATION = "consolidation"  # the consolidation under way of a node
     SKIPPED_NODE = "skipped-node"  # a node whose consolidation was given up: left alone a cooldown
+    HANDS_OFF = "hands-off"  # a pending pod whose relocation was rolled back: left to the autoscaler
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,10 @@ class RetryKey:
     @classmethod
     def skipped_node(cls, node: str) -> RetryKey:
         return cls(RetryKind.SKIPPED_NODE, node)
+
+    @classmethod
+    def hands_off(cls, pod: str) -> RetryKey:
+        return cls(RetryKind.HANDS_OFF, pod)
 
 
 @dataclass(slots=True)
@@ -110,6 +120,10 @@ class TickReport:
     """Pods marked to leave their node (victims): each move counted once, when it is decided."""
     evictions: int = 0
     """Victims evicted through the Eviction API."""
+    fallbacks: list[tuple[str, Fallback]] = field(default_factory=list)
+    """Victims of a make-before-break move evicted before a replacement of theirs was Ready, and why."""
+    waiting_for_surge: list[str] = field(default_factory=list)
+    """Pending pods whose relocation waits for another's surge of the same workload to end."""
     actions: int = 0
     errors: int = 0
 
@@ -124,7 +138,7 @@ class Steps:
         self.scope = scope or Scope()
         self.validator = Validator(config, self.scope, cluster)
         self.retry: dict[RetryKey, Retry] = {}
-        self.moved_workloads: dict[str, float] = {}  # workload -> when makeroom last moved its pods
+        self.cooldowns: dict[str, Cooldown] = {}  # workload -> its cooldown, from the store
         self.report = TickReport()
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -141,7 +155,7 @@ class Steps:
         self.validator.check(Command(action, record, target))
         self.act(verb, *args)
 
-    def save(self, record: Record) -> None:
+    def save(self, record: Stored) -> None:
         """The record, in makeroom's own store: written before the actions it describes."""
         self.act(self.cluster.save_record, record)
 
@@ -270,14 +284,16 @@ class Steps:
             self.undo_surge(state, record, workload, surge)
 
     def evict_victims(self, state: ClusterState, record: Record, anchor: str, label: str, now: float) -> None:
+        make_before_break = not (isinstance(record, Relocation) and record.strategy is Strategy.EVICT)
         for victim in record.victims:
             p = state.pods.get(victim.pod)
             retry = RetryKey.pod(victim.pod)
             if p is None or p.terminating or p.node != victim.node or self.waiting(retry, now):
                 continue
-            if isinstance(record, Relocation) and record.strategy is Strategy.EVICT:
+            if not make_before_break:
                 # migrate and consolidation marked their victims when they surged
                 self.mark_victim(state, record, victim, anchor, label, lowest_cost=False)
+            fallback = self.fallback(state, record, victim) if make_before_break else None
             try:
                 self.gated(Action.EVICT, record, victim.pod, self.cluster.evict, victim.pod)
             except EvictionBlockedError:
@@ -291,8 +307,32 @@ class Steps:
             self.retry.pop(retry, None)
             self.report.evictions += 1
             self.event(ObjectKind.POD, victim.pod, Reason.EVICTED, f"evicted to make room for {label}")
-            if victim.workload is not None:
-                self.moved_workloads[victim.workload] = now
+            if fallback is not None:
+                self.report.fallbacks.append((victim.pod, fallback))
+                self.event(
+                    ObjectKind.POD,
+                    victim.pod,
+                    Reason.FELL_BACK_TO_EVICTION,
+                    f"evicted within its budget before a replacement was Ready: {fallback.why}",
+                )
+                log.warning(
+                    "make-before-break fell back to eviction",
+                    extra={"pod": victim.pod, "why": fallback.value},
+                )
+
+    def fallback(self, state: ClusterState, record: Record, victim: Victim) -> Fallback | None:
+        """Why evicting this victim of a make-before-break move would break before it makes (None when
+        a replacement of its is Ready: the workload keeps its Ready replicas without it)."""
+        w = state.workloads.get(victim.workload) if victim.workload is not None else None
+        if w is None:
+            return Fallback.NO_WORKLOAD
+        if victim.workload not in record.surge:
+            if w.replicas_owner is not None:
+                return Fallback.REPLICAS_OWNED
+            return Fallback.NOT_A_DEPLOYMENT
+        if self.others_ready(state, victim.workload, {victim.pod}) >= w.replicas:
+            return None
+        return Fallback.NOT_REPLACED
 
     # --- undoing -------------------------------------------------------------------------------
     def undo_moves(self, state: ClusterState, record: Moves) -> None:
@@ -323,6 +363,20 @@ class Steps:
         w = state.workloads.get(workload)
         if w is None or w.replicas != surge.base + surge.by or surge.by == 0:
             return
+        live = self.validator.live
+        owner = live.records.surge_owners_but(record).get(workload) if live is not None else None
+        if owner is not None:  # another record's surge now: never scaled back from under it
+            log.warning(
+                "surge not undone: another record surges it", extra={"workload": workload, "for": owner}
+            )
+            return
+        if w.replicas_owner is not None:
+            # an HPA (or the like) took the replicas over meanwhile: its count now, not makeroom's
+            log.warning(
+                "surge not undone: another controller sets the replicas now",
+                extra={"workload": workload, "owner": w.replicas_owner},
+            )
+            return
         if surge.by != sum(1 for v in record.victims if v.workload == workload):
             log.warning("surge not undone: it does not match its victims", extra={"workload": workload})
             return
@@ -334,14 +388,73 @@ class Steps:
             if p.annotations.get(VICTIM_OF) not in live and not p.terminating:
                 self.unmark(p)
 
-    def cooling(self, state: ClusterState, now: float) -> frozenset[str]:
-        """Pods that a move brought up (the replacements) stay put for the cooldown: the pods of a
-        moved workload created since makeroom moved it."""
-        for workload, when in list(self.moved_workloads.items()):
-            if now - when >= self.config.cooldown:
-                del self.moved_workloads[workload]
-        return frozenset(
-            p.key
-            for p in state.pods.values()
-            if p.workload in self.moved_workloads and p.created_at >= self.moved_workloads[p.workload]
-        )
+    # --- the cooldown ------------------------------------------------------------------------------
+    def see(self, records: Records) -> None:
+        """The cooldowns as the store has them this round (the store is the truth: a new leader reads
+        the same)."""
+        self.cooldowns = {w: c for w, c in records.cooldowns.items() if c is not None}
+
+    def cooling(self, state: ClusterState, records: Records, now: float) -> frozenset[str]:
+        """Pods that a relocation brought up (the replacements) stay put for the cooldown: those a
+        relocation under way brought up so far, and those its cooldown record names once it ended.
+        (A consolidation's replacements are not held for a pod that waits: relocation comes first.)"""
+        out: set[str] = set()
+        for record in records.relocations.values():
+            if record is not None:
+                for pods in replacements(state, record).values():
+                    out |= pods
+        for c in self.cooldowns.values():
+            if now < c.until:
+                out.update(c.pods)
+        return frozenset(out)
+
+    def cool_down(self, state: ClusterState, record: Moves, now: float) -> None:
+        """At the end of a record (done, rolled back, given up): a cooldown naming the pods its moves
+        brought up, so that they stay put for ``cooldown`` from now, whichever replica leads then.
+        Written before the record is removed (what a fresh controller resumes)."""
+        for workload, brought_up in sorted(replacements(state, record, left_only=True).items()):
+            pods, until = set(brought_up), now + self.config.cooldown
+            old = self.cooldowns.get(workload)
+            if old is not None and now < old.until:
+                pods |= set(old.pods)
+                until = max(until, old.until)
+            fresh = Cooldown(workload=workload, pods=sorted(pods), until=until)
+            if fresh != old:
+                self.save(fresh)
+                self.cooldowns[workload] = fresh
+
+    def sweep_cooldowns(self, records: Records, now: float) -> None:
+        """Cooldowns that are over (or unreadable) are removed from the store."""
+        for workload, c in records.cooldowns.items():
+            if c is None or now >= c.until:
+                self.act(self.cluster.delete_record, RecordKind.COOLDOWN, workload)
+                self.cooldowns.pop(workload, None)
+
+
+def replacements(state: ClusterState, record: Moves, left_only: bool = False) -> dict[str, set[str]]:
+    """The pods a record's moves brought up, by workload: the newest pods of each workload with
+    victims, created since the record started, as many as it has victims (``left_only``: victims
+    that left). Creation times are to the second on a real cluster, and pods made before the record
+    may share its second; the count keeps those out (they are older than the replacements)."""
+    wanted: dict[str, int] = {}
+    keys = {v.pod for v in record.victims}
+    for v in record.victims:
+        if v.workload is None:
+            continue
+        p = state.pods.get(v.pod)
+        if left_only and p is not None and not p.terminating and p.node == v.node:
+            continue
+        wanted[v.workload] = wanted.get(v.workload, 0) + 1
+    if not wanted:
+        return {}
+    since = math.floor(record.started)
+    found: dict[str, list[Pod]] = {w: [] for w in wanted}
+    for p in state.pods.values():
+        if p.workload in found and not p.terminating and p.created_at >= since and p.key not in keys:
+            found[p.workload].append(p)
+    out: dict[str, set[str]] = {}
+    for workload, pods in found.items():
+        pods.sort(key=lambda p: (p.created_at, p.seq, p.name), reverse=True)
+        if pods:
+            out[workload] = {p.key for p in pods[: wanted[workload]]}
+    return out

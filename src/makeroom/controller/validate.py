@@ -10,25 +10,22 @@ victims by owner references (never by a matching name) whose replicas no other c
 move budgets, and somewhere for the victims to go. A refusal rolls the whole relocation (or
 consolidation) back; nothing partial is carried on.
 
-The checks are a list of small functions, each for the actions it concerns: a new guard (a fence on
-leadership per attempt, one surge per workload across relocations, unknown node groups...) is one more
-entry in ``CHECKS``.
+The checks are a list of small functions, each for the actions it concerns: a new guard is one more
+entry in ``CHECKS``. (Leadership is fenced below the port, on every HTTP attempt: ``kube.client``.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-
-import numpy as np
 
 from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Cluster
-from makeroom.controller.records import Record, Relocation
+from makeroom.controller.records import Phase, Record, Records, Relocation
+from makeroom.controller.room import somewhere_to_go as room_for_replacements
 from makeroom.controller.scope import NamespaceLabels, Scope
-from makeroom.model import Pod, PodSpec
-from makeroom.model.fit import label_fit
+from makeroom.model import Pod
 from makeroom.model.objects import MAKE_ROOM
 from makeroom.model.state import ClusterState
 from makeroom.planner import Policy, not_movable
@@ -62,6 +59,13 @@ class Refusal(StrEnum):
     group it may use can grow."""
     MAKE_ROOM_OFF = "make-room-off"
     """The pending pod opts out of relocation (makeroom.io/make-room: "false")."""
+    SURGE_TAKEN = "surge-taken"
+    """Another relocation or consolidation under way surges the workload: one owner of a workload's
+    surge at a time, so that two never scale it against each other."""
+    RESERVATION_LOST = "reservation-lost"
+    """The pending pod is nominated to another node than the one makeroom holds for it (the
+    scheduler's preemption, or someone else, placed it elsewhere): the room makeroom keeps is no longer
+    the pod's."""
 
 
 class Action(StrEnum):
@@ -76,11 +80,12 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """The cluster as the validator sees it now."""
+    """The cluster as the validator sees it now, with makeroom's records as read this round."""
 
     state: ClusterState
     namespaces: NamespaceLabels
     now: float
+    records: Records = field(default_factory=Records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +215,66 @@ def scalable(command: Command, ctx: Context) -> RefusedError | None:
     return None
 
 
+def replicas_unchanged(command: Command, ctx: Context) -> RefusedError | None:
+    """The replicas are those the record saw (before the surge) or those it set (after): anything
+    else is someone else's change (an operator, a new HPA), which makeroom never reverts."""
+    surge = command.record.surge.get(command.target)
+    w = ctx.state.workloads.get(command.target)
+    if surge is None or w is None:
+        return None
+    if w.replicas not in (surge.base, surge.base + surge.by):
+        return RefusedError(
+            Refusal.REPLICAS_CHANGED,
+            f"{command.target} has {w.replicas} replicas; makeroom surged it from {surge.base}",
+        )
+    return None
+
+
+def surges_still_ours(command: Command, ctx: Context) -> RefusedError | None:
+    """While a record surges its workloads, each still has the replicas the record saw or set, and
+    no other controller took its replicas over (a new HPA): makeroom then stops, and never scales it
+    back against that controller."""
+    record = command.record
+    if record.phase is not Phase.HOLDING:
+        return None
+    for workload, surge in record.surge.items():
+        w = ctx.state.workloads.get(workload)
+        if w is None:
+            continue  # gone: nothing to scale back (its pods go with it)
+        if w.replicas_owner is not None:
+            return RefusedError(Refusal.REPLICAS_OWNED, f"{w.replicas_owner} sets the replicas of {workload}")
+        if w.replicas not in (surge.base, surge.base + surge.by):
+            return RefusedError(
+                Refusal.REPLICAS_CHANGED,
+                f"{workload} has {w.replicas} replicas; makeroom surged it from {surge.base}",
+            )
+    return None
+
+
+def surge_not_taken(command: Command, ctx: Context) -> RefusedError | None:
+    """No other record under way surges the workload (one owner of a workload's surge at a time)."""
+    owner = ctx.live.records.surge_owners_but(command.record).get(command.target)
+    if owner is not None:
+        return RefusedError(Refusal.SURGE_TAKEN, f"{command.target} is surged for {owner} already")
+    return None
+
+
+def reservation_ours(command: Command, ctx: Context) -> RefusedError | None:
+    """The pending pod is held on the record's node, or on none yet: never on another."""
+    pod = ctx.pending(command.record)
+    if pod is None or pod.node is not None or pod.nominated_node in (None, command.record.node):
+        return None
+    return RefusedError(
+        Refusal.RESERVATION_LOST,
+        f"{pod.key} is nominated to {pod.nominated_node}, not to {command.record.node}",
+    )
+
+
 def somewhere_to_go(command: Command, ctx: Context) -> RefusedError | None:
     """Before replacements are asked for (a surge) or a pod is evicted without one (evict): room on
     another node the pod may use, a node coming up with room, or a group it may use that may grow (a
-    new node of the group the pending pod needs is never taken)."""
+    new node of the group the pending pod needs is never taken), once the pods already waiting (an
+    earlier eviction's replacement, another surge's) and the replacements before it have theirs."""
     record = command.record
     if command.action is Action.EVICT and not (
         isinstance(record, Relocation) and record.strategy is Strategy.EVICT
@@ -224,43 +285,30 @@ def somewhere_to_go(command: Command, ctx: Context) -> RefusedError | None:
         for v in record.victims
         if (v.workload == command.target if command.action is Action.SURGE else v.pod == command.target)
     ]
+    leaving: list[Pod] = []
     for victim in targets:
         pod = ctx.state.pods.get(victim.pod)
-        if pod is None or pod.terminating or pod.node != victim.node:
-            continue
-        if not _has_destination(ctx.state, pod.spec, record):
-            return RefusedError(Refusal.NO_DESTINATION, f"{victim.pod} has nowhere to go")
-    return None
-
-
-def _has_destination(state: ClusterState, spec: PodSpec, record: Record) -> bool:
-    req = state.requests_of(spec)
-    room = state.free() >= req
-    fits = np.all(room, axis=1) & state.alive
-    for name, slot in state.slot_of.items():
-        if name == record.node or not fits[slot]:
-            continue
-        node = state.nodes[name]
-        if node.unschedulable:
-            continue
-        if label_fit(spec, node.labels, node.taints) is None:
-            return True  # Ready with room, or a node coming up that will have it
-    held = state.nodes.get(record.node)
+        if pod is not None and not pod.terminating and pod.node == victim.node:
+            leaving.append(pod)
+    held = ctx.state.nodes.get(record.node)
     needed = held.group if held is not None and isinstance(record, Relocation) else None
-    requests = PodSpec.effective(spec.requests)
-    for g in state.groups.values():
-        if g.name == needed or len(state.nodes_of(g.name)) >= g.max:
-            continue
-        if requests.fits_in(g.capacity) and label_fit(spec, g.node_labels(), g.taints) is None:
-            return True
-    return False
+    stuck = room_for_replacements(
+        ctx.state, leaving, not_node=record.node, not_group=needed, skip=(record.subject,)
+    )
+    if stuck is not None:
+        return RefusedError(Refusal.NO_DESTINATION, f"{stuck.key} has nowhere to go")
+    return None
 
 
 CHECKS: tuple[tuple[frozenset[Action], Check], ...] = (
     (frozenset(Action), pending_in_scope),
     (frozenset(Action), within_budget),
     (frozenset({Action.HOLD, Action.MARK, Action.SURGE, Action.EVICT}), victim_still_fits_the_record),
+    (frozenset({Action.HOLD}), reservation_ours),
+    (frozenset({Action.HOLD}), surges_still_ours),
     (frozenset({Action.SURGE}), scalable),
+    (frozenset({Action.SURGE}), replicas_unchanged),
+    (frozenset({Action.SURGE}), surge_not_taken),
     (frozenset({Action.SURGE, Action.EVICT}), somewhere_to_go),
 )
 """Each check with the actions it guards. HOLD is checked once per tick for the whole record."""

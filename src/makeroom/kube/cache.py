@@ -208,6 +208,8 @@ class Cache:
         self.last_build_seconds = 0.0
         self._logged_problems: set[str] = set()
         """Problems of the cluster's objects already logged (those objects are left out)."""
+        self.unknown_groups: set[str] = set()
+        """Node groups seen that nothing bounds (warned about once)."""
         self.unschedulable_at: dict[str, float] = {}
         """Pod key -> monotonic time its watch event said it became unschedulable (for latency)."""
 
@@ -292,19 +294,34 @@ class Cache:
                 except _RebuildError as exc:
                     log.info("state rebuilt in full", extra={"why": str(exc)})
             skipped: list[Problem] = []
+            unknown: list[str] = []
             state = state_from_objects(
                 self.objects(),
                 self.groups,
                 self.autoscaler_status(),
                 source="the watch cache",
                 skipped=skipped,
+                unknown_groups=unknown,
             )
             self._report_skipped(skipped)
+            self._warn_unknown(unknown)
             self.last_build_seconds = time.perf_counter() - start
             self._full_at = time.monotonic()
             self._built = (version, state)
             self.builds["full"] += 1
             return state
+
+    def _warn_unknown(self, groups: list[str]) -> None:
+        """A node group that neither --groups nor the autoscaler's status names is planned on as fixed
+        at its nodes (never a stop): said once per group, not on every build."""
+        for name in groups:
+            if name not in self.unknown_groups:
+                self.unknown_groups.add(name)
+                log.warning(
+                    "a node group neither --groups nor the autoscaler status names: planned on as "
+                    "fixed at its nodes",
+                    extra={"group": name},
+                )
 
     def _apply_pods(self, state: ClusterState, keys: set[str]) -> None:
         """The changed pods, replaced one by one in the last state (what a full build would give; a

@@ -40,6 +40,15 @@ class GoneError(KubeError):
     """410: the resourceVersion a watch asked for is too old; relist."""
 
 
+class NotLeaderError(ClusterError):
+    """This replica does not hold the lease (or no longer long enough for another attempt): it must
+    not act."""
+
+
+Fence = Callable[[], float]
+"""Seconds this replica may still act for (its lease's remaining validity); 0 or less: not at all."""
+
+
 class ConnectError(Exception):
     """No usable kubeconfig, or the API server does not answer: a message for the user, exit 2."""
 
@@ -175,13 +184,41 @@ class Api:
         max_backoff: float = 5.0,
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        fence: Fence | None = None,
     ) -> None:
         self.transport = transport
         self.limiter = limiter or RateLimiter(20.0, 30)
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
         self.timeout = timeout
         self._sleep = sleep
+        self.fence = fence
         self.calls = 0
+
+    def fenced(self, fence: Fence) -> Api:
+        """This client (its transport, rate limit and retries) for writes only a leader may make: each
+        attempt is sent only while ``fence`` says the lease holds, with a timeout within what is left
+        of it, and no retry waits past it. (The lease's renew deadline is shorter than its duration, so
+        an attempt sent in time ends, or is abandoned, before another replica may take over.)"""
+        out = Api(
+            self.transport,
+            self.limiter,
+            retries=self.retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            timeout=self.timeout,
+            sleep=self._sleep,
+            fence=fence,
+        )
+        return out
+
+    def _left(self, method: str, path: str) -> float:
+        """The seconds the fence leaves for this attempt (inf without a fence)."""
+        if self.fence is None:
+            return float("inf")
+        left = self.fence()
+        if left <= 0:
+            raise NotLeaderError(f"{method} {path}: not the leader (the lease is not ours now)")
+        return left
 
     def request(
         self,
@@ -200,17 +237,26 @@ class Api:
         attempt = 0
         while True:
             self.limiter.acquire()
+            left = self._left(method, path)  # fenced on every attempt, not only the first
             self.calls += 1
             try:
-                status, data = self.transport.request(method, url, body, headers, self.timeout)
+                status, data = self.transport.request(method, url, body, headers, min(self.timeout, left))
                 text = data.decode("utf-8", errors="replace")
             except Exception as exc:  # no answer: connection refused, reset, timed out, TLS ...
                 status, text = 0, f"{type(exc).__name__}: {exc}"
             if 200 <= status <= 299:
                 return json.loads(text) if text.strip() else {}
             message = _message(status, text, text)
+            wait = min(self.max_backoff, self.backoff * 2**attempt)
+            if self.fence is not None and status in retry_statuses and attempt < self.retries:
+                left = self.fence()
+                if wait >= left:  # the next attempt would come after the lease may have gone
+                    log.warning(
+                        "API call failed; no retry within the lease",
+                        extra={"method": method, "path": path, "status": status, "lease_left_s": left},
+                    )
+                    raise error_for(status, f"{method} {path}: {message}")
             if status in retry_statuses and attempt < self.retries:
-                wait = min(self.max_backoff, self.backoff * 2**attempt)
                 attempt += 1
                 log.warning(
                     "API call failed; retrying",

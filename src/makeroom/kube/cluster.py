@@ -14,8 +14,10 @@ Verbs and the API operations they are (RBAC in docs/kube.md):
 - deployment_of: GET the pod's ReplicaSet, checked against its owner reference's uid and its own
   controller reference to the Deployment (by uid, against the watch cache).
 Every mutating verb first asks ``may_act`` (the leader election): a replica that is not the leader
-changes nothing. API failures are retried with backoff in ``Api`` and then raised as ClusterError,
-which the controller logs and retries on a later tick.
+changes nothing; and each HTTP attempt of a write is fenced on its own (``fence``, the lease's
+remaining validity): sent only while the lease holds, with a timeout within it, never retried past it.
+API failures are retried with backoff in ``Api`` and then raised as ClusterError, which the controller
+logs and retries on a later tick.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ from typing import Any
 
 from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
-from makeroom.kube.client import Api, KubeError, path_of
+from makeroom.kube.client import Api, Fence, KubeError, NotLeaderError, path_of
 from makeroom.kube.options import NominationMode
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
@@ -45,10 +47,6 @@ log = logging.getLogger("makeroom.kube")
 RESERVED_FOR = "makeroom.io/reserved-for"
 """Fallback hold: a NoSchedule taint on the node, value = the pending pod's uid, which only it tolerates."""
 APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply: create or replace in one idempotent call
-
-
-class NotLeaderError(ClusterError):
-    """This replica does not hold the lease: it must not act."""
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -120,8 +118,11 @@ class KubeCluster:
         nomination: Nomination | None = None,
         may_act: Callable[[], bool] = lambda: True,
         on_action: Callable[[str, str, Mapping[str, Any]], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         self.api = api
+        self.writer = api if fence is None else api.fenced(fence)
+        """Writes go through the fenced client: each HTTP attempt only while the lease holds."""
         self.cache = cache
         self.identity = identity
         self.records_namespace = records_namespace
@@ -214,7 +215,7 @@ class KubeCluster:
     def records(self) -> Records:
         out = Records()
         for kind in RecordKind:
-            found: dict[str, Any] = out.relocations if kind is RecordKind.RELOCATION else out.consolidations
+            found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
             except NotFoundError as exc:
@@ -234,12 +235,14 @@ class KubeCluster:
             self.in_flight[kind] = set(found)
         return out
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
         # The action is on the record's subject (its pod or node), as the metrics and logs name it.
-        self._guard("record", record.subject, {"kind": record.kind.value, "phase": record.phase.value})
+        detail = {"kind": record.kind.value}
+        detail.update({"phase": record.phase.value} if not isinstance(record, Cooldown) else {})
+        self._guard("record", record.subject, detail)
         body = crs.to_object(record, self.records_namespace)
-        self.api.request(
+        self.writer.request(
             "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
         )
         self.in_flight[record.kind].add(record.subject)
@@ -248,7 +251,7 @@ class KubeCluster:
         path = crs.path_of(self.records_namespace, kind, subject)
         self._guard("forget", subject, {"kind": kind.value})
         with contextlib.suppress(NotFoundError):  # gone already: what was asked
-            self.api.request("DELETE", path)
+            self.writer.request("DELETE", path)
         self.in_flight[kind].discard(subject)
 
     def _reservations(self, state: ClusterState) -> dict[str, str]:
@@ -296,7 +299,7 @@ class KubeCluster:
         ns, name = split_key(pod)
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
         try:
-            self.api.request(
+            self.writer.request(
                 "POST",
                 path_of(ns, name, "pods", sub="eviction"),
                 body=body,
@@ -310,12 +313,12 @@ class KubeCluster:
     def delete_pod(self, pod: str) -> None:
         self._guard("delete", pod, {})
         ns, name = split_key(pod)
-        self.api.request("DELETE", path_of(ns, name, "pods"))
+        self.writer.request("DELETE", path_of(ns, name, "pods"))
 
     def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
         self._guard("annotate", pod, {"changes": dict(changes)})
         ns, name = split_key(pod)
-        self.api.patch(path_of(ns, name, "pods"), {"metadata": {"annotations": dict(changes)}})
+        self.writer.patch(path_of(ns, name, "pods"), {"metadata": {"annotations": dict(changes)}})
 
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         self._guard("tolerate", pod, {"toleration": toleration_dict(toleration)})
@@ -325,13 +328,13 @@ class KubeCluster:
         ns, name = split_key(pod)
         path = path_of(ns, name, "pods")
         for _ in range(3):
-            current = self.api.get(path)
+            current = self.writer.get(path)
             tolerations = list((current.get("spec") or {}).get("tolerations") or [])
             if tol in tolerations:
                 return
             rv = current["metadata"]["resourceVersion"]
             try:
-                self.api.patch(
+                self.writer.patch(
                     path, {"metadata": {"resourceVersion": rv}, "spec": {"tolerations": [*tolerations, tol]}}
                 )
                 return
@@ -351,14 +354,14 @@ class KubeCluster:
     def _set_taints(self, node: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
         path = f"/api/v1/nodes/{node}"
         for _ in range(3):
-            current = self.api.get(path)
+            current = self.writer.get(path)
             taints = list((current.get("spec") or {}).get("taints") or [])
             wanted = change(taints)
             if wanted == taints:
                 return
             rv = current["metadata"]["resourceVersion"]
             try:
-                self.api.patch(
+                self.writer.patch(
                     path, {"metadata": {"resourceVersion": rv}, "spec": {"taints": wanted or None}}
                 )
                 return
@@ -377,7 +380,7 @@ class KubeCluster:
             self.nomination.written.pop(pod, None)
             self.nomination.cleared.pop(pod, None)
             self.nomination.fallback.discard(pod)
-        answer = self.api.patch(
+        answer = self.writer.patch(
             path_of(ns, name, "pods", sub="status"), {"status": {"nominatedNodeName": node}}
         )
         if node is not None:
@@ -395,21 +398,48 @@ class KubeCluster:
         return str(uid)
 
     def _reserve(self, pod: str, node: str) -> None:
+        """The node reserved for the pod alone. A node holds one reservation (a taint is unique by key
+        and effect): one for another pod still waiting is never replaced (ConflictError: the
+        relocation waits, or gives up), one whose pod is gone or bound is."""
         uid = self._uid(pod)
         self._add_toleration(
             pod, {"key": RESERVED_FOR, "operator": "Equal", "value": uid, "effect": "NoSchedule"}
         )
         taint = {"key": RESERVED_FOR, "value": uid, "effect": "NoSchedule"}
-        self._set_taints(node, lambda taints: [*(x for x in taints if x.get("key") != RESERVED_FOR), taint])
+        waiting = self._waiting_uids()
+
+        def reserve(taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            for t in taints:
+                other = t.get("value")
+                if t.get("key") == RESERVED_FOR and other != uid and other in waiting:
+                    raise ConflictError(f"{node} is reserved for another waiting pod ({waiting[other]})")
+            return [*(x for x in taints if x.get("key") != RESERVED_FOR), taint]
+
+        self._set_taints(node, reserve)
+
+    def _waiting_uids(self) -> dict[str, str]:
+        """uid -> key of every pod not bound to a node yet, as the cache has them."""
+        out: dict[str, str] = {}
+        for obj in self.cache.informers["Pod"].objects():
+            meta = obj["metadata"]
+            if not obj["spec"].get("nodeName") and meta.get("uid"):
+                out[str(meta["uid"])] = f"{meta.get('namespace')}/{meta.get('name')}"
+        return out
 
     def _release_reservations(self, pod: str) -> None:
-        uid = self._uid(pod) if self.cache.get("Pod", pod) is not None else None
+        """The pod's own reservation taints, and no other pod's (a pod the cache no longer has leaves
+        an orphan, which ``release_orphan_reservations`` removes)."""
+        if self.cache.get("Pod", pod) is None:
+            return
+        uid = self._uid(pod)
+
+        def release(taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [x for x in taints if not (x.get("key") == RESERVED_FOR and x.get("value") == uid)]
+
         for obj in self.cache.informers["Node"].objects():
             for t in obj["spec"].get("taints") or ():
-                if t.get("key") == RESERVED_FOR and (uid is None or t.get("value") == uid):
-                    self._set_taints(
-                        obj["metadata"]["name"], lambda ts: [x for x in ts if x.get("key") != RESERVED_FOR]
-                    )
+                if t.get("key") == RESERVED_FOR and t.get("value") == uid:
+                    self._set_taints(obj["metadata"]["name"], release)
 
     def release_orphan_reservations(self) -> int:
         """Reservation taints whose pod is gone, bound, or no longer relocated: a dead leader's."""
@@ -442,7 +472,9 @@ class KubeCluster:
     def scale(self, workload: str, replicas: int) -> None:
         self._guard("scale", workload, {"replicas": replicas})
         ns, name = split_key(workload)
-        self.api.patch(path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}})
+        self.writer.patch(
+            path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}}
+        )
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self._guard("event", f"{kind.value}/{name}", {"reason": reason.value})
@@ -469,7 +501,7 @@ class KubeCluster:
             "lastTimestamp": stamp,
             "count": 1,
         }
-        self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
+        self.writer.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
 
 
 __all__ = ["RESERVED_FOR", "KubeCluster", "Nomination", "NotFoundError", "NotLeaderError", "split_key"]

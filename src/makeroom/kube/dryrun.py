@@ -10,7 +10,7 @@ from typing import Any
 
 from makeroom.controller.port import Cluster
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
@@ -48,8 +48,9 @@ class DryRunCluster:
     def records(self) -> Records:
         return self.inner.records()
 
-    def save_record(self, record: Record) -> None:
-        self._note("record", f"{record.kind}/{record.subject}", phase=record.phase.value)
+    def save_record(self, record: Stored) -> None:
+        detail = {"until": record.until} if isinstance(record, Cooldown) else {"phase": record.phase.value}
+        self._note("record", f"{record.kind}/{record.subject}", **detail)
 
     def delete_record(self, kind: RecordKind, subject: str) -> None:
         self._note("forget", f"{kind}/{subject}")

@@ -58,7 +58,14 @@ class LeaderElector:
         self.transitions = 0
 
     def is_leader(self) -> bool:
-        return self._renewed is not None and self.clock() - self._renewed < self.renew_deadline
+        return self.remaining() > 0
+
+    def remaining(self) -> float:
+        """Seconds this replica may still act for: until its last renewal is ``renew_deadline`` old
+        (0 when it does not hold the lease). The fence of every write's HTTP attempt."""
+        if self._renewed is None:
+            return 0.0
+        return max(0.0, self.renew_deadline - (self.clock() - self._renewed))
 
     def _spec(self, acquire_time: str, transitions: int) -> dict[str, Any]:
         return {
@@ -141,8 +148,11 @@ class LeaderElector:
             stop.wait(self.retry_period)
 
     def release(self) -> None:
-        """Give the lease up (on SIGTERM) so that the next candidate need not wait for it to expire."""
-        if not self.is_leader():
+        """Give the lease up (on SIGTERM) so that the next candidate need not wait for it to expire.
+        Also when this replica's renew deadline has passed (a call that hung past it on the way out):
+        the Lease is released only if it still names this replica, and the write carries its
+        resourceVersion, so a lease another replica holds is never touched."""
+        if self._renewed is None:
             return
         self._renewed = None
         try:

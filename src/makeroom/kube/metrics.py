@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from makeroom.controller import TickReport
+from makeroom.controller.reasons import Fallback
 
 RELOCATION_OUTCOMES = ("started", "done", "rolled_back")
 CONSOLIDATION_OUTCOMES = ("started", "done", "stopped")
@@ -68,6 +69,15 @@ class Metrics:
         )
         for outcome in RELOCATION_OUTCOMES:
             self.relocations.labels(outcome=outcome)
+        self.fallbacks = Counter(
+            "makeroom_relocation_fallbacks_total",
+            "Victims of a make-before-break move evicted before a replacement of theirs was Ready, by why "
+            "(why: replicas-owned, not-a-deployment, not-replaced, no-workload).",
+            ["why"],
+            registry=r,
+        )
+        for why in Fallback:
+            self.fallbacks.labels(why=why.value)
         self.in_flight = Gauge(
             "makeroom_relocation_in_flight", "Relocations under way (Relocation records).", registry=r
         )
@@ -121,6 +131,8 @@ class Metrics:
             self.consolidations.labels(outcome=outcome).inc(len(nodes))
         self.moves.inc(report.moves)
         self.evictions.inc(report.evictions)
+        for _, why in report.fallbacks:
+            self.fallbacks.labels(why=why.value).inc()
         self.errors.inc(report.errors)
         if report.relocation_plan_seconds is not None:
             self.plan_seconds.labels(kind="relocation").observe(report.relocation_plan_seconds)

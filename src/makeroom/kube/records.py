@@ -1,7 +1,8 @@
-"""makeroom's records as custom resources in its own namespace: ``Relocation`` and ``Consolidation``
-(group ``makeroom.io``, version ``v1alpha1``, installed by the chart), which only makeroom's
-ServiceAccount may write. ``kubectl get relocations,consolidations -n <makeroom's namespace>`` shows what
-makeroom is doing and why (the chart's CRDs give the columns).
+"""makeroom's records as custom resources in its own namespace: ``Relocation``, ``Consolidation`` and
+``Cooldown`` (group ``makeroom.io``, version ``v1alpha1``, installed by the chart), which only
+makeroom's ServiceAccount may write. ``kubectl get relocations,consolidations,cooldowns -n <makeroom's
+namespace>`` shows what makeroom is doing, why, and which workloads it lets rest (the chart's CRDs give
+the columns).
 
 A record's fields (``controller.records``) map to a spec (what was decided) and a status (how far it
 got); times are RFC 3339 with microseconds, as Kubernetes writes them.
@@ -15,13 +16,21 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from makeroom.controller.records import Consolidation, Record, RecordKind, Relocation
+from makeroom.controller.records import Consolidation, Cooldown, RecordKind, Relocation, Stored
 
 GROUP = "makeroom.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
-KINDS = {RecordKind.RELOCATION: "Relocation", RecordKind.CONSOLIDATION: "Consolidation"}
-PLURALS = {RecordKind.RELOCATION: "relocations", RecordKind.CONSOLIDATION: "consolidations"}
+KINDS = {
+    RecordKind.RELOCATION: "Relocation",
+    RecordKind.CONSOLIDATION: "Consolidation",
+    RecordKind.COOLDOWN: "Cooldown",
+}
+PLURALS = {
+    RecordKind.RELOCATION: "relocations",
+    RecordKind.CONSOLIDATION: "consolidations",
+    RecordKind.COOLDOWN: "cooldowns",
+}
 MANAGED_BY = {"app.kubernetes.io/managed-by": "makeroom"}
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MAX_NAME = 253
@@ -35,8 +44,9 @@ def collection(namespace: str, kind: RecordKind) -> str:
 
 def object_name(kind: RecordKind, subject: str) -> str:
     """The resource's name: ``<namespace>.<pod>`` for a relocation, the node's name for a
-    consolidation (both valid names); a name too long gets a digest instead of its tail."""
-    name = subject.replace("/", ".", 1) if kind is RecordKind.RELOCATION else subject
+    consolidation, ``<namespace>.<workload>`` for a cooldown (all valid names; a workload of the
+    simulator's has no namespace); a name too long gets a digest instead of its tail."""
+    name = subject.replace("/", ".", 1) if kind is not RecordKind.CONSOLIDATION else subject
     if len(name) <= MAX_NAME and _NAME.match(name):
         return name
     digest = hashlib.sha256(subject.encode()).hexdigest()[:16]
@@ -58,7 +68,18 @@ def epoch(text: Any) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def to_object(record: Record, namespace: str) -> JSON:
+def _metadata(kind: RecordKind, subject: str, namespace: str) -> JSON:
+    return {"name": object_name(kind, subject), "namespace": namespace, "labels": dict(MANAGED_BY)}
+
+
+def to_object(record: Stored, namespace: str) -> JSON:
+    if isinstance(record, Cooldown):
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KINDS[record.kind],
+            "metadata": _metadata(record.kind, record.subject, namespace),
+            "spec": {"workload": record.workload, "pods": list(record.pods), "until": rfc3339(record.until)},
+        }
     f = record.to_fields()
     spec: JSON = {
         "node": f["node"],
@@ -76,25 +97,27 @@ def to_object(record: Record, namespace: str) -> JSON:
     return {
         "apiVersion": API_VERSION,
         "kind": KINDS[record.kind],
-        "metadata": {
-            "name": object_name(record.kind, record.subject),
-            "namespace": namespace,
-            "labels": dict(MANAGED_BY),
-        },
+        "metadata": _metadata(record.kind, record.subject, namespace),
         "spec": spec,
         "status": {"phase": f["phase"], "since": rfc3339(f["since"])},
     }
 
 
-def from_object(kind: RecordKind, obj: Mapping[str, Any]) -> tuple[str, Record | None] | None:
+def from_object(kind: RecordKind, obj: Mapping[str, Any]) -> tuple[str, Stored | None] | None:
     """(subject, record) from a resource; the record is None when it cannot be read. None when not even
     its subject can be: such a resource names nothing makeroom could act on."""
     spec = obj.get("spec") if isinstance(obj, Mapping) else None
     if not isinstance(spec, Mapping):
         return None
-    subject = spec.get("pod") if kind is RecordKind.RELOCATION else spec.get("node")
+    subject = spec.get({RecordKind.RELOCATION: "pod", RecordKind.CONSOLIDATION: "node"}.get(kind, "workload"))
     if not isinstance(subject, str) or not subject:
         return None
+    if kind is RecordKind.COOLDOWN:
+        try:
+            until = epoch(spec.get("until"))
+        except (TypeError, ValueError):
+            return subject, None
+        return subject, Cooldown.from_fields({"workload": subject, "pods": spec.get("pods"), "until": until})
     status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
     assert isinstance(status, Mapping)
     try:

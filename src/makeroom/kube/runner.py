@@ -10,6 +10,7 @@ Lease up and exits: the records in the cluster carry the state to the next leade
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -57,6 +58,7 @@ class Runner:
             nomination=Nomination(NominationMode(opts.nomination)),
             may_act=self.may_act,
             on_action=self._on_action,
+            fence=self.lease_left,
         )
         self.port: KubeCluster | DryRunCluster = DryRunCluster(self.kube) if opts.dry_run else self.kube
         self.controller: Controller | None = None
@@ -69,6 +71,12 @@ class Runner:
         if self.stop.is_set():
             return False
         return self.elector is None or self.elector.is_leader()
+
+    def lease_left(self) -> float:
+        """Seconds this replica may still act for: the fence of each write's HTTP attempt."""
+        if self.stop.is_set():
+            return 0.0
+        return math.inf if self.elector is None else self.elector.remaining()
 
     def _on_action(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
         self.metrics.actions.labels(verb=verb).inc()

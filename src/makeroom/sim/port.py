@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from makeroom.controller.port import EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Consolidation, Record, RecordKind, Records, Relocation
+from makeroom.controller.records import Consolidation, Cooldown, RecordKind, Records, Relocation, Stored
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
 from makeroom.model import OwnerKind, Pod, Taint, Toleration, Workload
 from makeroom.model.state import ClusterState
@@ -25,6 +25,7 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.EVICTED: "relocation_evicted",
     Reason.ROOM_MADE: "relocation_done",
     Reason.ROLLED_BACK: "relocation_rolled_back",
+    Reason.FELL_BACK_TO_EVICTION: "migrate_fell_back",
     # The consolidation Events keep the generic kind that the pinned JSON of the seeds carries
     # (tests/golden): kinds of their own would change spec v1's output for seed 4.
     Reason.CONSOLIDATING: GENERIC_KIND,
@@ -65,9 +66,11 @@ class SimCluster:
                 out.relocations[name] = Relocation.from_fields(fields)
             elif kind == RecordKind.CONSOLIDATION:
                 out.consolidations[name] = Consolidation.from_fields(fields)
+            elif kind == RecordKind.COOLDOWN:
+                out.cooldowns[name] = Cooldown.from_fields(fields)
         return out
 
-    def save_record(self, record: Record) -> None:
+    def save_record(self, record: Stored) -> None:
         self.world.custom[(record.kind.value, record.subject)] = record.to_fields()  # fresh containers
 
     def delete_record(self, kind: RecordKind, subject: str) -> None:
@@ -127,7 +130,9 @@ class SimCluster:
         self.world.changed()
 
     def scale(self, workload: str, replicas: int) -> None:
-        self._workload(workload)
+        """PATCH deployments/<name>/scale: only a Deployment has it (a StatefulSet of that name: 404)."""
+        if self._workload(workload).owner_kind is not OwnerKind.REPLICA_SET:
+            raise NotFoundError(f"deployments.apps {workload} not found")
         self.world.scale(workload, replicas, reason=SURGE_REASON)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:

@@ -131,7 +131,9 @@ class World:
         n = self._pod_numbers.get(w.name, 0)
         self._pod_numbers[w.name] = n + 1
         self._seq += 1
-        return Pod(f"{w.name}-{n}", w.spec, w.name, created_at=self.now, seq=self._seq)
+        return Pod(
+            f"{w.name}-{n}", w.spec, w.name, owner_kind=w.owner_kind, created_at=self.now, seq=self._seq
+        )
 
     def create_pod(self, w: Workload, node: str | None = None, ready: bool = False) -> Pod:
         pod = self._new_pod(w)

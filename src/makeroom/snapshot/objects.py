@@ -122,6 +122,7 @@ class _Builder:
     replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
     status_where: str = "the autoscaler status"
+    unknown_groups: list[str] | None = None  # given: a group nothing bounds is fixed, and named here
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
@@ -547,12 +548,16 @@ def state_from_objects(
     source: str = "objects",
     prefix: str = "items",
     skipped: list[Problem] | None = None,
+    unknown_groups: list[str] | None = None,
 ) -> ClusterState:
     """Build the ClusterState of a cluster from its Node, Pod and PodDisruptionBudget objects (other
     kinds are ignored; the ``cluster-autoscaler-status`` ConfigMap may be among them; a Deployment
     gives its workload its spec.replicas and annotations). Node groups
     come from the well-known node labels; their min and max from ``autoscaler_status`` when given,
-    else from ``groups``. Raises InputError naming ``source`` and key paths under ``prefix``.
+    else from ``groups``. With ``unknown_groups`` (a list), a group that neither names is fixed at
+    the nodes it has (the autoscaler does not manage it, as far as makeroom can tell) and its name is
+    added to the list, where a controller must never stop at it; without, it is refused. Raises
+    InputError naming ``source`` and key paths under ``prefix``.
 
     Every field is checked with the shared rules (``makeroom.model.limits``). With ``skipped`` (the
     cluster's own objects, which the API server has checked already), an object with a problem is
@@ -561,6 +566,7 @@ def state_from_objects(
     with _without_cyclic_gc():
         b = _Builder(groups, prefix, skipped)
         b.status = autoscaler_status
+        b.unknown_groups = unknown_groups
         for where, obj in _flatten(objects, prefix, b):
             b.add(where, obj)
         node_groups = _node_groups(b, source)
@@ -625,8 +631,12 @@ def _node_groups(b: _Builder, source: str) -> list[NodeGroup]:
         bounds = bounds_for(name, status)
         lo = bounds.min if bounds is not None else (spec.min if spec is not None else None)
         hi = bounds.max if bounds is not None else (spec.max if spec is not None else None)
-        if (lo is None or hi is None) and b.status is not None and members and spec is None:
-            lo = hi = len(members)  # the autoscaler does not manage the group: its size is fixed
+        if (lo is None or hi is None) and members and spec is None:
+            if b.unknown_groups is not None:
+                b.unknown_groups.append(name)
+                lo = hi = len(members)  # nothing says the autoscaler manages it: its size is fixed
+            elif b.status is not None:
+                lo = hi = len(members)  # the autoscaler does not manage the group: its size is fixed
         if lo is None or hi is None:
             where = spec.path if spec is not None else ""
             missing = " and ".join(k for k, v in (("min", lo), ("max", hi)) if v is None)
