@@ -118,3 +118,10 @@ def test_plan_at_must_be_finite() -> None:
         result = cli("plan", seed(1), "--at", at)
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith("makeroom: --at: expected"), result.output
+
+
+def test_bench_sim_hours_must_be_finite_and_at_most_a_year() -> None:
+    for hours in ("inf", "1e9", "1e999"):
+        result = cli("bench", "sim", "--hours", hours)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("makeroom: --hours: expected"), result.output

@@ -14,6 +14,7 @@ from makeroom.cli.common import Output, console, format_or_file, guarded, usage_
 from makeroom.cli.common import emit as emit_data
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.wiring import bundled_scenarios
+from makeroom.model import limits
 
 bench_app = typer.Typer(
     help="Benchmarks; results as JSON with a baseline measured in the same run.", rich_markup_mode=None
@@ -69,6 +70,10 @@ def bench_sim(
 
     if quick:
         nodes, pods, hours = 100, 3000, 1.0
+    try:
+        limits.number(hours, low=0, low_open=True, high=limits.MAX_DURATION / 3600, what="hours")
+    except limits.InvalidValueError as exc:
+        usage_error(f"--hours: {exc}")
 
     def go() -> None:
         with sim_progress() as bar:
