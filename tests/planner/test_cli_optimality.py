@@ -15,7 +15,10 @@ from makeroom.bench.midsize import midsize
 from makeroom.snapshot.export import objects_of_state
 from tests.planner.helpers import example, run, run_json
 
-SEED = 87  # a mid-size cluster where the default plan is the best found, not the optimum
+# A mid-size cluster where the default plan is the best found, not the optimum. (Seed 87 was, until
+# moved replicas stopped counting on a new node where the default least-waste expander might grow a
+# group their pending pod could use instead: there the default plan is now the optimum.)
+SEED = 230
 
 
 def _dump(tmp_path: Path) -> tuple[Path, Path]:

@@ -225,6 +225,15 @@ def run_cmd(
     autoscaler_namespace: Annotated[
         str, typer.Option("--autoscaler-namespace", help="Namespace of cluster-autoscaler-status.")
     ] = RUN.autoscaler_namespace,
+    autoscaler_expander: Annotated[
+        str,
+        typer.Option(
+            "--autoscaler-expander",
+            help="The cluster-autoscaler's --expander (first of a chain). Only with priority (its "
+            "priorities in the groups' order) do moved replicas wait for a new node where a group the "
+            "pending pod could use might grow instead.",
+        ),
+    ] = DEFAULT.autoscaler_expander,
     qps: Annotated[
         float, typer.Option("--qps", help="Client rate limit: requests per second.")
     ] = CONNECT.qps,
@@ -254,6 +263,7 @@ def run_cmd(
             window=_seconds("--consolidation-window", consolidation_window),
             wait=_seconds("--consolidation-wait", consolidation_wait),
         ),
+        autoscaler_expander=autoscaler_expander.split(",")[0].strip(),
     )
     for problem in config.problems():
         usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
@@ -328,7 +338,8 @@ def snapshot_cmd(
     autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = RUN.autoscaler_namespace,
 ) -> None:
     """Write the cluster's nodes, pods, PodDisruptionBudgets and Deployments (and the autoscaler's status
-    ConfigMap if present) as a List that `makeroom plan FILE` reads."""
+    ConfigMap, or Karpenter's NodePools and NodeClaims, if present) as a List that `makeroom plan FILE`
+    reads."""
     from makeroom.kube import KubeError
     from makeroom.kube.dump import as_list, read_objects
 

@@ -138,6 +138,16 @@ class ControllerConfig:
         "first wait after a refused eviction or a failed call; doubles up to max_backoff",
     )
     max_backoff: float = knob(30.0, POSITIVE, None, None, "the longest wait between two retries")
+    autoscaler_expander: str = knob(
+        "least-waste",
+        None,
+        "--autoscaler-expander",
+        "nodeGroups.autoscalerExpander",
+        "the cluster-autoscaler's --expander (its default: least-waste). With priority (groups in "
+        "preference order) a moved replica may wait for a new node of a cheaper group even where a "
+        "group the pending pod could use might also grow; with any other, the planner does not count "
+        'on it (docs/controller.md, "Moved replicas and the autoscaler\'s expander")',
+    )
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
 
     def __post_init__(self) -> None:

@@ -87,6 +87,7 @@ class Relocations:
             recently_moved=self.s.cooling(state, records, now),
             make_before_break=config.strategy is Strategy.MIGRATE,
             pinned=self.s.pinned(state, records, live.namespaces),
+            expander=config.autoscaler_expander,
         )
 
     def start(self, live: Live, waiting: list[Pod], records: Records) -> list[str]:

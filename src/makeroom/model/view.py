@@ -24,11 +24,24 @@ import numpy as np
 import numpy.typing as npt
 
 from makeroom.model.fit import label_fit, static_fit
+from makeroom.model.nodepool import AutoscalerKind
 from makeroom.model.objects import Node, Pod, PodSpec, Taint
+from makeroom.model.provisioning import pool_takes
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.state import ClusterState, Mask
 
 Slots = npt.NDArray[np.intp]
+
+NODE_CONDITION_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/network-unavailable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
+"""Taints that stand for a node's conditions while it comes up (the autoscaler's NodeConditionTaints
+that a starting node has): not counted on a node being provisioned."""
 
 
 class ClusterView:
@@ -209,14 +222,17 @@ class ClusterView:
         return mask
 
     def upcoming_fit(self, spec: PodSpec) -> Mask:
-        """Nodes being provisioned, not cordoned, whose labels and taints admit the spec."""
+        """Nodes being provisioned, not cordoned, whose labels and taints admit the spec. A node still
+        coming up carries the taints of its conditions (a kubelet registers tainted not-ready); they go
+        when it is Ready, so, as the autoscaler does for its templates, they do not count."""
         mask = self._upcoming.get(spec)
         if mask is None:
             mask = np.zeros(len(self.state.alive), dtype=np.bool_)
             for slot in np.flatnonzero(self.upcoming):
                 node = self.state.node_at[int(slot)]
                 assert node is not None
-                mask[slot] = not node.unschedulable and label_fit(spec, node.labels, node.taints) is None
+                taints = tuple(t for t in node.taints if t.key not in NODE_CONDITION_TAINTS)
+                mask[slot] = not node.unschedulable and label_fit(spec, node.labels, taints) is None
             mask.setflags(write=False)
             self._upcoming[spec] = mask
         return mask
@@ -246,11 +262,14 @@ class ClusterView:
         if ok is None:
             state = self.state
             g = state.groups[group]
-            ok = (
-                all(r in state.index.names for r in spec.requests)
-                and label_fit(spec, g.node_labels(), g.taints) is None
-                and bool(np.all(self.template(group) >= state.requests_of(spec)))
-            )
+            if state.autoscaler is AutoscalerKind.KARPENTER:  # a pool: any of its types
+                ok = all(r in state.index.names for r in spec.requests) and pool_takes(g, spec)
+            else:
+                ok = (
+                    all(r in state.index.names for r in spec.requests)
+                    and label_fit(spec, g.node_labels(), g.taints) is None
+                    and bool(np.all(self.template(group) >= state.requests_of(spec)))
+                )
             self._admits[key] = ok
         return ok
 

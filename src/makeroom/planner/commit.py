@@ -4,7 +4,7 @@ why. Whatever search made the draft, the explanations are written here, the same
 from __future__ import annotations
 
 from makeroom.planner.context import Context
-from makeroom.planner.options import Decision, Draft
+from makeroom.planner.options import Decision, Draft, NewNode
 from makeroom.planner.types import (
     Move,
     Placement,
@@ -98,7 +98,7 @@ def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: 
         if d.alternative is None
         else f"a new node for it would cost ${d.alternative:.2f}/h"
     )
-    cost = sum(ctx.price(draft.new_nodes[j].group) for j in added)
+    cost = sum(_price(ctx, draft.new_nodes[j]) for j in added)
     landing = (
         "all to unclaimed room on other nodes"
         if not added
@@ -114,3 +114,7 @@ def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: 
         PlacementReason.RELOCATION,
         detail=f"{count} lower-priority pod(s) move off {node_name}, {landing}; {versus}{paced}",
     )
+
+
+def _price(ctx: Context, nn: NewNode) -> float:
+    return ctx.price(nn.group) if nn.price is None else nn.price

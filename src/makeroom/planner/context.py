@@ -8,17 +8,19 @@ never handed out again; the ClusterState itself is never changed.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import Pod, PodSpec
+from makeroom.model import AutoscalerKind, Pod, PodSpec
 from makeroom.model.objects import MAKE_ROOM
 from makeroom.model.resources import Vector
 from makeroom.model.state import Mask
 from makeroom.model.view import ClusterView
 from makeroom.planner.budgets import Budgets
+from makeroom.planner.buying import Purchase, grows_instead, rivals, would_buy
 from makeroom.planner.options import NewNode, Option
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import NotMovable, Policy
@@ -59,6 +61,34 @@ class Context:
 
     def price(self, group: str) -> float:
         return self.view.state.groups[group].price_per_hour
+
+    def buy(
+        self, spec: PodSpec, allowed: Collection[str], sizes: Mapping[str, int], avoid: Collection[str] = ()
+    ) -> Purchase | None:
+        """The new node the autoscaler would add for a pod of this spec (planner/buying.py); ``avoid``:
+        for a moved pod, the groups of the pending pod it makes room for."""
+        return would_buy(self.view, spec, allowed, sizes, avoid, self.policy.expander)
+
+    def grows_instead(
+        self, spec: PodSpec, group: str, avoid: Collection[str], sizes: Mapping[str, int]
+    ) -> bool:
+        """Whether the autoscaler might grow one of ``avoid`` instead of ``group`` for a moved pod of
+        this spec (planner/buying.py)."""
+        return grows_instead(self.view, spec, group, avoid, sizes, self.policy.expander)
+
+    def rivals(self, spec: PodSpec, group: str, avoid: Collection[str]) -> list[str]:
+        """The groups of ``avoid`` the autoscaler might grow instead of ``group`` for a moved pod of
+        this spec while they may grow (planner/buying.py)."""
+        return rivals(self.view, spec, group, avoid, self.policy.expander)
+
+    def sources(self, spec: PodSpec, sizes: Mapping[str, int]) -> list[str]:
+        """The groups a new node for a pod of this spec may come from: any it may use, for the
+        cluster-autoscaler (a search picks); only the pool Karpenter would launch it in, under
+        Karpenter."""
+        if self.view.state.autoscaler is not AutoscalerKind.KARPENTER:
+            return self.view.groups_for(spec)
+        bought = self.buy(spec, list(self.view.state.groups), sizes)
+        return [] if bought is None else [bought.group]
 
     def cheapest(self, groups: list[str]) -> str:
         """The group a new node is bought from: the cheapest, then the most preferred."""
@@ -107,9 +137,14 @@ class Ledger:
         self.rooms.clear()
         self.capacity.clear()
 
-    def add_new_node(self, ctx: Context, group: str, for_victims: bool) -> NewNode:
+    def add_new_node(
+        self, ctx: Context, group: str, for_victims: bool, bought: Purchase | None = None
+    ) -> NewNode:
         index = sum(1 for nn in self.new_nodes if nn.group == group)
-        nn = NewNode(group, index, ctx.view.template(group).copy(), for_victims)
+        if bought is None:
+            nn = NewNode(group, index, ctx.view.template(group).copy(), for_victims)
+        else:
+            nn = NewNode(group, index, bought.capacity.copy(), for_victims, bought.capacity, bought.price)
         self.new_nodes.append(nn)
         self.group_size[group] += 1
         return nn

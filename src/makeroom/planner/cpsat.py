@@ -32,6 +32,7 @@ import numpy as np
 
 from makeroom.model import Pod
 from makeroom.model.resources import Vector
+from makeroom.model.state import ClusterState
 from makeroom.planner.attribution import attribute
 from makeroom.planner.context import Context, Ledger, wants_room
 from makeroom.planner.objective import levels
@@ -127,6 +128,24 @@ class CpSat:
         return draft
 
 
+def _full(
+    state: ClusterState,
+    base: Ledger,
+    slots_of: dict[str, int],
+    opened: dict[tuple[int, int], Any],
+    gnum: dict[str, int],
+    group: str,
+) -> Any:
+    """Whether the group is at its max once the plan's new nodes are added: True, False (the model
+    cannot open all it lacks), or the variable of its last node to open."""
+    lacking = state.groups[group].max - base.group_size[group]
+    if lacking <= 0:
+        return True
+    if slots_of[group] < lacking:
+        return False
+    return opened[(gnum[group], lacking - 1)]
+
+
 def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
     view = ctx.view
     state = view.state
@@ -171,7 +190,7 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
             users[g] += len(k.cls.pods)
     slots_of = {g: max(0, min(state.groups[g].max - base.group_size[g], users[g])) for g in groups}
     for i, p in enumerate(pods):
-        for g in view.groups_for(p.spec):
+        for g in ctx.sources(p.spec, base.group_size):
             sites[i] += [("g", gnum[g], k) for k in range(slots_of[g])]
 
     # --- destinations of each class -----------------------------------------------------------------
@@ -179,7 +198,7 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
         spec, r = k.cls.spec, k.cls.req
         ok = (view.static(spec) | ctx.upcoming(spec)) & np.all(free >= r, axis=1)
         k.dests = [("n", int(d), 0) for d in np.flatnonzero(ok) if int(d) != k.slot]
-        for g in view.groups_for(spec):
+        for g in ctx.sources(spec, base.group_size):
             k.dests += [("g", gnum[g], j) for j in range(slots_of[g])]
 
     size = sum(len(mine) for mine in sites) + sum(len(k.dests) for k in klasses)
@@ -193,6 +212,7 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
         cp.AddAtMostOne(x[(i, site)] for site in mine)
     y: dict[tuple[int, Site], Any] = {}
     moved: list[Any] = []
+    into_groups: list[tuple[int, _Klass, int, list[Any], list[tuple[int, list[str]]]]] = []
     for j, k in enumerate(klasses):
         n = len(k.cls.pods)
         for site in k.dests:
@@ -202,13 +222,19 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
         moved.append(mv)
         # pods leave only for a pending pod placed on their node ...
         cp.Add(mv <= n * sum(x[(i, ("n", k.slot, 0))] for i in k.eligible))
-        # ... and never to a new node of a group that pod could use
+        # ... and never to a new node of a group that pod could use; nor to one the autoscaler would
+        # grow for them only once the groups that pod could use are full (planner/buying.py), unless
+        # the plan opens it anyway: those constraints come once the new nodes are
         for g in view.groups_for(k.cls.spec):
             into = [y[(j, ("g", gnum[g], q))] for q in range(slots_of[g])]
-            if not into:
-                continue
-            allowed = [i for i in k.eligible if not view.admits(pods[i].spec, g)]
-            cp.Add(sum(into) <= n * sum(x[(i, ("n", k.slot, 0))] for i in allowed))
+            if into:
+                gates = [
+                    (i, ctx.rivals(k.cls.spec, g, view.groups_for(pods[i].spec)))
+                    for i in k.eligible
+                    if not view.admits(pods[i].spec, g)
+                ]
+                cp.Add(sum(into) <= n * sum(x[(i, ("n", k.slot, 0))] for i, _ in gates))
+                into_groups.append((j, k, gnum[g], into, gates))
 
     # --- nodes pods leave take no moved pod ---------------------------------------------------------
     leaving: dict[int, list[int]] = defaultdict(list)
@@ -241,6 +267,51 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any) -> Model:
             opened[(gnum[g], q)] = cp.NewBoolVar(f"open{g}_{q}")
             if q > 0:
                 cp.Add(opened[(gnum[g], q)] <= opened[(gnum[g], q - 1)])
+    # a moved pod's new node: only for a pending pod placed on its node, once every group the
+    # autoscaler might grow instead is full (all of its remaining nodes opened by this plan); or a new
+    # node the plan opens anyway, for a pending pod or for moved pods allowed one, where it is room
+    # the autoscaler already counts on (as the heuristic's destinations take the plan's new nodes)
+    gated: dict[tuple[int, int], Any] = {}
+    waiting: list[tuple[int, _Klass, int, list[Any]]] = []
+    for j, k, gi, into, gates in into_groups:
+        allowed = []
+        for i, rival_groups in gates:
+            on_slot = x[(i, ("n", k.slot, 0))]
+            full = [_full(state, base, slots_of, opened, gnum, h) for h in rival_groups]
+            if any(f is False for f in full):
+                continue
+            waits = [f for f in full if f is not True]
+            if not waits:
+                allowed.append(on_slot)
+                continue
+            gate = cp.NewBoolVar(f"gate{j}_{i}")
+            cp.Add(gate <= on_slot)
+            for f in waits:
+                cp.Add(gate <= f)
+            allowed.append(gate)
+        gated[(j, gi)] = cp.NewBoolVar(f"gated{j}_{gi}")
+        cp.Add(gated[(j, gi)] <= sum(allowed))
+        if any(rival_groups for _, rival_groups in gates):
+            waiting.append((j, k, gi, into))
+    hosts: dict[Site, list[Any]] = defaultdict(list)
+    for (_, site), var in x.items():
+        if site[0] == "g":
+            hosts[site].append(var)
+    shared: dict[Site, Any] = {}
+    for j, k, gi, into in waiting:
+        for q, var in enumerate(into):
+            site = ("g", gi, q)
+            if site not in shared:
+                shared[site] = cp.NewBoolVar(f"shared{gi}_{q}")
+                anyway = list(hosts[site])
+                for (j2, gi2), ok2 in gated.items():
+                    if gi2 == gi:
+                        w = cp.NewBoolVar(f"with{j2}_{gi}_{q}")
+                        cp.Add(w <= ok2)
+                        cp.Add(w <= y[(j2, site)])
+                        anyway.append(w)
+                cp.Add(shared[site] <= sum(anyway))
+            cp.Add(var <= len(k.cls.pods) * (gated[(j, gi)] + shared[site]))
     for site, items in load.items():
         if site[0] == "g":
             cap = view.template(groups[site[1]])

@@ -1,6 +1,7 @@
 """Destinations: where moved pods go. Unclaimed room on another node they may use (Ready, or being
 provisioned), room on a new node the plan adds, or a new node of the cheapest group they may use
-within its max, never of a group the pending pod could use. A node that pods leave takes no moved
+within its max, never of a group the pending pod could use nor where the autoscaler might grow one
+of those instead (planner/buying.py). A node that pods leave takes no moved
 pod (and, see the searches, a node moved pods reach gives up none): a plan never shuffles pods
 through a node it is emptying."""
 
@@ -84,7 +85,8 @@ def assign_in_order(
     ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
 ) -> Option | None:
     """Destinations in this order: existing room first (best first), then the plan's new nodes, then
-    a new node of the cheapest group the victim may use, never one of a group P could use."""
+    a new node of the cheapest group the victim may use, never one of a group P could use (nor one the
+    autoscaler might not give it: ``Context.buy``)."""
     view = ctx.view
     groups = view.state.groups
     overlay: dict[int, Vector] = {}
@@ -114,16 +116,14 @@ def assign_in_order(
                     dest = Dest(new_node=j, group=nn.group)
                     break
         if dest is None:
-            allowed = [
-                g for g in groups if g not in p_groups and view.admits(v.spec, g) and sizes[g] < groups[g].max
-            ]
-            if not allowed:
+            bought = ctx.buy(v.spec, [g for g in groups if g not in p_groups], sizes, avoid=p_groups)
+            if bought is None:
                 return None
-            g = ctx.cheapest(allowed)
+            g = bought.group
             sizes[g] += 1
             index = sum(1 for nn in new_nodes if nn.group == g)
-            new_nodes.append(NewNode(g, index, view.template(g) - r, True))
-            cost += ctx.price(g)
+            new_nodes.append(NewNode(g, index, bought.capacity - r, True, bought.capacity, bought.price))
+            cost += bought.price
             added += 1
             dest = Dest(new_node=len(new_nodes) - 1, group=g)
         placed[i] = dest

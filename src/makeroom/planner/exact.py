@@ -168,12 +168,15 @@ def cheapest_destinations(
         for g in growable:
             if not view.admits(v.spec, g) or sizes[g] >= groups[g].max:
                 continue
+            bought = ctx.buy(v.spec, [g], sizes, avoid=p_groups)
+            if bought is None:
+                continue  # another group's node for it (Karpenter's pool, or a group P could use)
             index = sum(1 for nn in nodes if nn.group == g)
-            nodes.append(NewNode(g, index, view.template(g) - r, True))
+            nodes.append(NewNode(g, index, bought.capacity - r, True, bought.capacity, bought.price))
             sizes[g] += 1
             chosen.append(Dest(new_node=len(nodes) - 1, group=g))
             idents.append((1, len(nodes) - 1))
-            search(i + 1, cost + ctx.price(g), added + 1)
+            search(i + 1, cost + bought.price, added + 1)
             idents.pop()
             chosen.pop()
             sizes[g] -= 1

@@ -23,9 +23,11 @@ class NewNode:
     index: int  # 0-based among the plan's new nodes of this group
     free: Vector
     for_victims: bool  # added for moved pods (False: for a pending pod itself)
+    capacity: Vector | None = None  # its allocatable, when not the group's template (a pool's type)
+    price: float | None = None  # its price, when not the group's (a pool's type)
 
     def copy(self) -> NewNode:
-        return NewNode(self.group, self.index, self.free.copy(), self.for_victims)
+        return NewNode(self.group, self.index, self.free.copy(), self.for_victims, self.capacity, self.price)
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,11 +107,10 @@ def own_room(ctx: Context, ledger: Ledger, pod: Pod, req: Vector, p_groups: list
     for i, nn in enumerate(ledger.new_nodes):
         if nn.group in p_groups and np.all(nn.free >= req):
             return Option(-1, [], [Dest(new_node=i, group=nn.group)], ledger.new_nodes, 0.0, 0)
-    growable = [g for g in p_groups if ledger.group_size[g] < ctx.view.state.groups[g].max]
-    if not growable:
+    bought = ctx.buy(pod.spec, p_groups, ledger.group_size)
+    if bought is None:
         return None
-    group = ctx.cheapest(growable)
-    return Option(-1, [], [Dest(group=group)], ledger.new_nodes, ctx.price(group), 1)
+    return Option(-1, [], [Dest(group=bought.group)], ledger.new_nodes, bought.price, 1)
 
 
 def claim_own(ctx: Context, ledger: Ledger, pod: Pod, req: Vector, own: Option) -> Decision:
@@ -121,7 +120,7 @@ def claim_own(ctx: Context, ledger: Ledger, pod: Pod, req: Vector, own: Option) 
     dest = own.dests[0]
     adds = dest.new_node < 0
     if adds:
-        ledger.add_new_node(ctx, dest.group, for_victims=False)
+        ledger.add_new_node(ctx, dest.group, False, ctx.buy(pod.spec, [dest.group], ledger.group_size))
         index = len(ledger.new_nodes) - 1
     else:
         index = dest.new_node
@@ -151,7 +150,10 @@ def replay(ctx: Context, pods: list[Pod], draft: Draft) -> Ledger:
     ledger = Ledger.start(ctx, pods)
     view = ctx.view
     for nn in draft.new_nodes:
-        ledger.new_nodes.append(NewNode(nn.group, nn.index, view.template(nn.group).copy(), nn.for_victims))
+        cap = view.template(nn.group) if nn.capacity is None else nn.capacity
+        ledger.new_nodes.append(
+            NewNode(nn.group, nn.index, cap.copy(), nn.for_victims, nn.capacity, nn.price)
+        )
         ledger.group_size[nn.group] += 1
     for d in draft.decisions:
         if d.reason is None:
@@ -189,7 +191,7 @@ def reason_for(ctx: Context, ledger: Ledger, pod: Pod) -> UnplaceableReason:
 
 def claims_fit(ctx: Context, pods: list[Pod], draft: Draft) -> bool:
     """Whether every claim of a draft fits: no node that takes a pod ends over its allocatable, no new
-    node over its template, no group over its max."""
+    node over its template, no group over its max; and its purchases for moved pods hold."""
     ledger = replay(ctx, pods, draft)
     touched: set[int] = set(ledger.targets)
     for d in draft.decisions:
@@ -200,7 +202,34 @@ def claims_fit(ctx: Context, pods: list[Pod], draft: Draft) -> bool:
     if any(bool(np.any(nn.free < 0)) for nn in ledger.new_nodes):
         return False
     groups = ctx.view.state.groups
-    return all(n <= groups[g].max or n <= ctx.view.group_size[g] for g, n in ledger.group_size.items())
+    within = all(n <= groups[g].max or n <= ctx.view.group_size[g] for g, n in ledger.group_size.items())
+    return within and purchases_hold(ctx, draft)
+
+
+def purchases_hold(ctx: Context, draft: Draft) -> bool:
+    """Whether each new node a draft adds for moved pods alone is still one the autoscaler would give
+    them, with all of the plan's new nodes counted (``Context.grows_instead``). One pass of the
+    heuristic only adds nodes, so its purchases hold; a rebuild keeps the other decisions' claims,
+    whose node may have been bought while a group their pending pod could use was full with a node
+    the rebuilt decision no longer adds."""
+    hosts = {d.new_node for d in draft.decisions if d.reason is not None and d.new_node >= 0}
+    moved_to = [
+        (d, v, dest)
+        for d in draft.decisions
+        for v, dest in zip(d.victims, d.dests, strict=True)
+        if dest.new_node >= 0
+    ]
+    used = hosts | {dest.new_node for _, _, dest in moved_to}
+    sizes = dict(ctx.view.group_size)
+    for j in used:
+        sizes[draft.new_nodes[j].group] += 1
+    justified = set(hosts)
+    for d, v, dest in moved_to:
+        if dest.new_node not in justified and not ctx.grows_instead(
+            v.spec, dest.group, ctx.view.groups_for(d.pod.spec), sizes
+        ):
+            justified.add(dest.new_node)
+    return all(dest.new_node in justified for _, _, dest in moved_to)
 
 
 def fill_in(ctx: Context, pods: list[Pod], draft: Draft) -> Draft:

@@ -132,6 +132,7 @@ class Policy:
     pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
     exact_step_limit: int = 2_000_000  # exact mode: search steps per candidate node before giving up
     exact_budget: float = 10.0  # exact joint mode: the solver's deterministic time limit (about seconds)
+    expander: str = "least-waste"  # the cluster-autoscaler's --expander (first of a chain)
 
 
 @dataclass(frozen=True, slots=True)

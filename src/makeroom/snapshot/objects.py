@@ -18,6 +18,7 @@ from typing import Any
 from makeroom.errors import InputError, Problem
 from makeroom.model import (
     REPLICAS_OWNER,
+    AutoscalerKind,
     DisruptionBudget,
     Node,
     NodeGroup,
@@ -58,6 +59,8 @@ from makeroom.snapshot.groups import (
     parse_taints,
     read_autoscaler_status,
 )
+from makeroom.snapshot.nodepools import KINDS as KARPENTER_KINDS
+from makeroom.snapshot.nodepools import Karpenter, pool_group, upcoming
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 UNGROUPED = ""  # group of a node that carries none of the group labels
@@ -123,6 +126,7 @@ class _Builder:
     status: Mapping[str, Any] | None = None
     status_where: str = "the autoscaler status"
     unknown_groups: list[str] | None = None  # given: a group nothing bounds is fixed, and named here
+    karpenter: Karpenter = field(default_factory=Karpenter)  # NodePools and NodeClaims
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
@@ -165,6 +169,8 @@ class _Builder:
             self.autoscaler(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
             self.status, self.status_where = obj, where
+        elif kind in KARPENTER_KINDS:
+            self.karpenter.add(obj, where, self.problems.items)
         elif not isinstance(kind, str):
             self.problems.add(f"{where}.kind", "expected the object's kind (Node, Pod, ...)")
 
@@ -623,10 +629,16 @@ def _node_groups(b: _Builder, source: str) -> list[NodeGroup]:
     names: list[str] = []
     if config is not None:
         names += [g.name for g in config.groups]
-    names += sorted({n.group for n in b.nodes if n.group != UNGROUPED} - set(names))
+    pools = {p.name: p for p in b.karpenter.pools}
+    names += sorted(({n.group for n in b.nodes if n.group != UNGROUPED} | set(pools)) - set(names))
     out: list[NodeGroup] = []
     for name in names:
         members = [n for n in b.nodes if n.group == name]
+        if name in pools:  # a Karpenter NodePool says its own bounds
+            pool = pool_group(pools[name], members, b.karpenter.claims, config, b.problems.items)
+            if pool is not None:
+                out.append(pool)
+            continue
         spec = config.get(name) if config is not None else None
         bounds = bounds_for(name, status)
         lo = bounds.min if bounds is not None else (spec.min if spec is not None else None)
@@ -726,10 +738,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
         names.update(spec.requests)
     for g in groups:
         names.update(g.capacity)
-    state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)))
+    coming = upcoming(b.karpenter.claims, {g.name: g for g in groups}, {n.name for n in b.nodes})
+    kind = AutoscalerKind.KARPENTER if b.karpenter.pools else AutoscalerKind.CLUSTER_AUTOSCALER
+    state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)), autoscaler=kind)
     problems: list[Problem] = []
     seen_nodes: set[str] = set()
-    for n in b.nodes:
+    for n in [*b.nodes, *coming]:
         if n.name in seen_nodes:
             problems.append(Problem("", f"node {n.name!r} appears twice"))
             continue
