@@ -48,8 +48,13 @@ typecheck: $(STAMP)
 e2e-binaries:
 	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh && bash e2e/build-karpenter.sh; fi
 
+# The end-to-end tests wait in real time on their control planes (the CPU is mostly idle meanwhile);
+# several workers, each with its own plane on free ports, overlap those waits, and work stealing keeps
+# a long parametrized matrix from ending up on one worker. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 4
+
 test: lint typecheck e2e-binaries browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 bench: $(STAMP)
 	$(BIN)/makeroom bench sim
