@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from makeroom.controller import Strategy
+
 from .cluster import (
     E2E_LABEL,
     GPU_LABEL,
@@ -32,7 +34,7 @@ from .cluster import (
 WORKLOAD_LABEL = "makeroom.io/workload"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 STANDARD_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods"}
-STRATEGIES = ("none", "preemption", "evict", "migrate")
+STRATEGIES: tuple[str, ...] = tuple(s.value for s in Strategy)
 
 # ------------------------------------------------------------------------------------------ reading
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
