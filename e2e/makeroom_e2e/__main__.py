@@ -133,7 +133,8 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from .parity import SEEDS, STRATEGIES, run_all, table_from_folder
+    from .parity import SEEDS, run_all, table_from_folder
+    from .scenario import STRATEGIES
 
     if args.table_from:
         print(table_from_folder(Path(args.table_from)))

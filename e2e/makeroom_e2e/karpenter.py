@@ -40,7 +40,7 @@ from makeroom.snapshot.nodepools import nodepool_object
 
 from .cluster import E2E_LABEL, GROUP_LABEL, ControlPlane, _kube_client
 from .procs import Process, free_port
-from .scenario import STRATEGIES, LoadedScenario, _add_workload, _scale, _slug, read_scenario
+from .scenario import STRATEGIES, LoadedScenario, _add_workload, _scale, _slug, place_initially, read_scenario
 
 KARPENTER_GROUP = "karpenter.sh"
 VERSION = "v1"
@@ -348,26 +348,7 @@ def load(
         per[real[node_name]] = per.get(real[node_name], 0) + 1
     for w in sc.workloads:
         _add_workload(ls, w, 0)
-    for w in sc.workloads:
-        total = 0
-        for node, count in sorted(plan.get(w.name, {}).items()):
-            cp.set_unschedulable(node, False)
-            total += count
-            _scale(ls, w.name, total)
-
-            def bound(node: str = node, count: int = count, name: str = w.name) -> bool:
-                return len([p for p in ls.workload_pods(name) if p.spec.node_name == node]) >= count
-
-            cp.wait_for(bound, timeout, f"{count} {w.name} pods bound to {node}")
-            cp.set_unschedulable(node, True)
-    for w in sc.workloads:
-        placed = sum(plan.get(w.name, {}).values())
-        if placed:
-            cp.wait_for(
-                lambda name=w.name, placed=placed: len(ls.ready_pods(name)) >= placed,  # type: ignore[misc]
-                timeout,
-                f"{placed} {w.name} pods Ready",
-            )
+    place_initially(ls, plan, timeout)
     for name in real.values():
         cp.set_unschedulable(name, False)
     if before_clock is not None:  # e.g. start makeroom run, which then never sees the placement made

@@ -37,9 +37,8 @@ from .makeroom_run import (
     run_args,
     seed_file,
 )
-from .scenario import LoadedScenario, Scenario, read_scenario
+from .scenario import STRATEGIES, LoadedScenario, Scenario, read_scenario
 
-STRATEGIES = ("none", "preemption", "evict", "migrate")
 SEEDS = (1, 2, 3, 4)
 TIME_SCALE = 0.1
 # The cluster-autoscaler's own real-time constants (core/static_autoscaler.go): it waits until the

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from makeroom.controller import Strategy
+
 from .cluster import (
     E2E_LABEL,
     GPU_LABEL,
@@ -32,7 +34,7 @@ from .cluster import (
 WORKLOAD_LABEL = "makeroom.io/workload"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 STANDARD_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods"}
-STRATEGIES = ("none", "preemption", "evict", "migrate")
+STRATEGIES: tuple[str, ...] = tuple(s.value for s in Strategy)
 
 # ------------------------------------------------------------------------------------------ reading
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -678,6 +680,33 @@ def apply_event(ls: LoadedScenario, ev: Event) -> None:
         raise ValueError(f"unknown event kind {ev.kind!r}")
 
 
+def place_initially(ls: LoadedScenario, plan: Mapping[str, Mapping[str, int]], timeout: float) -> None:
+    """The scenario's initial placement (workload -> node -> pods), made by the real scheduler: for each
+    node in turn, only that node is schedulable while the deployment grows by the pods meant for it. No
+    pin stays on the pods. The nodes are left unschedulable; the caller opens them at t=0."""
+    cp = ls.cp
+    for w in ls.scenario.workloads:
+        total = 0
+        for node, count in sorted(plan.get(w.name, {}).items()):
+            cp.set_unschedulable(node, False)
+            total += count
+            _scale(ls, w.name, total)
+
+            def bound(node: str = node, count: int = count, name: str = w.name) -> bool:
+                return len([p for p in ls.workload_pods(name) if p.spec.node_name == node]) >= count
+
+            cp.wait_for(bound, timeout, f"{count} {w.name} pods bound to {node}")
+            cp.set_unschedulable(node, True)
+    for w in ls.scenario.workloads:
+        placed = sum(plan.get(w.name, {}).values())
+        if placed:
+            cp.wait_for(
+                lambda name=w.name, placed=placed: len(ls.ready_pods(name)) >= placed,  # type: ignore[misc]
+                timeout,
+                f"{placed} {w.name} pods Ready",
+            )
+
+
 def load_into(
     cp: ControlPlane,
     path: str | Path,
@@ -731,29 +760,7 @@ def load_into(
     for w in sc.workloads:
         _add_workload(ls, w, 0)
 
-    # Initial placement: for each node in turn, only that node is schedulable while the deployment
-    # grows by the pods meant for it; the real scheduler binds them there. No pin stays on the pods.
-    for w in sc.workloads:
-        total = 0
-        for node, count in sorted(plan.get(w.name, {}).items()):
-            cp.set_unschedulable(node, False)
-            total += count
-            _scale(ls, w.name, total)
-
-            def bound(node: str = node, count: int = count, w: Workload = w) -> bool:
-                on = [p for p in ls.workload_pods(w.name) if p.spec.node_name == node]
-                return len(on) >= count
-
-            cp.wait_for(bound, timeout, f"{count} {w.name} pods bound to {node}")
-            cp.set_unschedulable(node, True)
-    for w in sc.workloads:
-        placed = sum(plan.get(w.name, {}).values())
-        if placed:
-            cp.wait_for(
-                lambda w=w, placed=placed: len(ls.ready_pods(w.name)) >= placed,  # type: ignore[misc]
-                timeout,
-                f"{placed} {w.name} pods Ready",
-            )
+    place_initially(ls, plan, timeout)
     for n in all_nodes:
         cp.set_unschedulable(n, False)
 

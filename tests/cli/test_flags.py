@@ -9,12 +9,15 @@ import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import makeroom.cli.run
+from makeroom.controller import ControllerConfig
 from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.runner import Runner
+from makeroom.model import Expander
 from tests.conftest import cli, seed
 from tests.kube.fake import FakeApiServer
 
@@ -63,6 +66,8 @@ def fake_cluster(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         (["--qps=inf"], "--qps: expected a finite number"),
         (["--burst=0"], "--burst: expected a whole number from 1"),
         (["--log-level=loud"], "--log-level: expected one of debug, info, warning, error"),
+        (["--autoscaler-expander=cheapest"], "--autoscaler-expander: expected one of least-waste, priority"),
+        (["--autoscaler-expander="], "--autoscaler-expander: expected one of least-waste, priority"),
     ],
 )
 def test_run_refuses_a_bad_flag_before_it_starts(
@@ -73,6 +78,26 @@ def test_run_refuses_a_bad_flag_before_it_starts(
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith(f"makeroom: {line}"), result.stderr
     assert fake_cluster == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "decides"),
+    [("priority,least-waste", Expander.PRIORITY), ("most-pods", Expander.MOST_PODS), ("grpc", Expander.GRPC)],
+)
+def test_run_reads_the_autoscalers_expander_chain_by_its_first(
+    monkeypatch: pytest.MonkeyPatch, fake_cluster: list[int], flag: str, decides: Expander
+) -> None:
+    seen: list[ControllerConfig] = []
+    real = Runner.__init__
+
+    def init(self: Runner, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        seen.append(self.opts.config)
+
+    monkeypatch.setattr(Runner, "__init__", init)
+    result = cli("run", f"--autoscaler-expander={flag}")
+    assert result.exit_code == 0, result.output
+    assert [c.autoscaler_expander for c in seen] == [decides]
 
 
 def test_run_takes_good_flags(fake_cluster: list[int]) -> None:

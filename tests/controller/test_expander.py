@@ -19,6 +19,7 @@ import yaml
 
 from makeroom.controller import Strategy
 from makeroom.examples import __file__ as _examples
+from makeroom.model import Expander
 from makeroom.planner import PlacementReason, Policy, plan
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
@@ -64,7 +65,7 @@ def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_prior
     if exact and joint:
         pytest.importorskip("ortools")
     state = _state_when_text_generator_waits(_seed2_gpu_may_grow(tmp_path, expander))
-    result = plan(state, Policy(expander=expander, exact=exact, joint=joint))
+    result = plan(state, Policy(expander=Expander(expander), exact=exact, joint=joint))
     (placement,) = result.placements
     if relocates:
         assert placement.reason is PlacementReason.RELOCATION and placement.node == "gpu-0"
@@ -106,6 +107,6 @@ def test_a_node_coming_up_tainted_not_ready_still_takes_the_pending_pod(tmp_path
     sim.run(until=95)  # the autoscaler bought gpu-1 for text-generator at 90 s; it is coming up
     assert "gpu-1" in sim.world.state.nodes and not sim.world.state.nodes["gpu-1"].ready
     sim.world.set_taints("gpu-1", (Taint("node.kubernetes.io/not-ready", "", TaintEffect.NO_SCHEDULE),))
-    result = plan(sim.world.state, Policy(expander="priority"))
+    result = plan(sim.world.state, Policy(expander=Expander.PRIORITY))
     (placement,) = result.placements
     assert placement.node == "gpu-1" and not result.moves

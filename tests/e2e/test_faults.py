@@ -2,11 +2,12 @@
 409, 429 and 500, slows requests down, loses answers and cuts watches in the middle of a relocation
 (e2e/makeroom_e2e/faults.py); the kube-apiserver restarted mid-relocation; makeroom killed with
 SIGTERM during a call, the call landing after it died. Each run ends as the simulator says the seed
-ends (text-generator on gpu-0, every iris replica Ready, no node added) with nothing of makeroom left
-on the cluster: no annotation, toleration, taint, nomination, surged replica or record.
+ends (where text-generator runs, every workload's Ready replicas, the nodes added per group) with
+nothing of makeroom left on the cluster: no annotation, toleration, taint, nomination, surged replica
+or record.
 
-Seed 1 needs no autoscaler. Seed 2 (the CPU node the autoscaler adds mid-relocation) waits for the
-harness of issue 10 (branch ``ca``); the same runs apply to it unchanged once it is there.
+Seed 1 makes room without a new node (no autoscaler runs); seed 2's moved replicas wait for the CPU
+node the real cluster-autoscaler adds in the middle of the faults.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,26 @@ from tests.conftest import cli_json
 
 pytestmark = pytest.mark.e2e
 SCALE = 0.5  # iris replicas take 10 s to start, 15 s to go: faults land in the middle of each step
-DESIRED = {"iris-classifier": 10, "text-generator": 1}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the simulator ends a seed under a strategy: what a run on the real components must reach."""
+
+    text_generator_on: list[str]
+    ready: dict[str, int]
+    desired: dict[str, int]
+    nodes_added: dict[str, int]
+
+
+def simulated(scenario: Path, strategy: str) -> Outcome:
+    d = cli_json("simulate", scenario, "--strategy", strategy)
+    return Outcome(
+        text_generator_on=[p["node"] for p in d["pods"] if p["workload"] == "text-generator"],
+        ready={name: w["ready_at_end"] for name, w in d["workloads"].items()},
+        desired={name: w["desired"] for name, w in d["workloads"].items()},
+        nodes_added={name: g["nodes_added"] for name, g in d["node_groups"].items()},
+    )
 
 
 def fault_args(
@@ -58,20 +79,23 @@ def records(cp: ControlPlane, namespace: str) -> list[str]:
     return out
 
 
-def left_behind(cp: ControlPlane, inst: Installed, namespace: str) -> list[str]:
-    return [*leftovers(cp, namespace, DESIRED), *nominated(cp, namespace), *records(cp, inst.namespace)]
+def left_behind(cp: ControlPlane, inst: Installed, namespace: str, want: Outcome) -> list[str]:
+    return [
+        *leftovers(cp, namespace, want.desired),
+        *nominated(cp, namespace),
+        *records(cp, inst.namespace),
+    ]
 
 
-def as_simulated(ls: Any) -> bool:
-    """seed-1 as the simulator ends it under evict and migrate: text-generator Ready on gpu-0 and
-    the ten iris replicas Ready."""
-    tg = ls.ready_pods("text-generator")
-    return [p.spec.node_name for p in tg] == ["gpu-0"] and len(ls.ready_pods("iris-classifier")) == 10
+def as_simulated(ls: Any, want: Outcome) -> bool:
+    tg = [p.spec.node_name for p in ls.ready_pods("text-generator")]
+    ready = {name: len(ls.ready_pods(name)) for name in want.ready}
+    return tg == want.text_generator_on and ready == want.ready and ls.nodes_added() == want.nodes_added
 
 
-def converge(cp: ControlPlane, inst: Installed, ls: Any, timeout: float = 240.0) -> None:
-    cp.wait_for(lambda: as_simulated(ls), timeout, "text-generator Ready on gpu-0 and 10 iris Ready")
-    cp.wait_for(lambda: not left_behind(cp, inst, ls.namespace), 90, "nothing of makeroom left")
+def converge(cp: ControlPlane, inst: Installed, ls: Any, want: Outcome, timeout: float = 240.0) -> None:
+    cp.wait_for(lambda: as_simulated(ls, want), timeout, f"the simulator's outcome {want}")
+    cp.wait_for(lambda: not left_behind(cp, inst, ls.namespace, want), 90, "nothing of makeroom left")
 
 
 def report(name: str, **figures: Any) -> None:
@@ -79,21 +103,24 @@ def report(name: str, **figures: Any) -> None:
     print("fault-run " + json.dumps({"run": name, **figures}, sort_keys=True))
 
 
-def check_simulator(scenario: Path, strategy: str) -> None:
-    """What the run must end as: the simulator's outcome of the same file."""
-    d = cli_json("simulate", scenario, "--strategy", strategy)
-    assert [p["node"] for p in d["pods"] if p["workload"] == "text-generator"] == ["gpu-0"]
-    assert d["workloads"]["iris-classifier"]["ready_at_end"] == 10
-    assert all(g["nodes_added"] == 0 for g in d["node_groups"].values())
+def check_simulator(scenario: Path, strategy: str, new_cpu_node: bool = False) -> Outcome:
+    """What the run must end as: the simulator's outcome of the same file (text-generator on gpu-0,
+    every replica Ready, a CPU node added for the moved replicas where the seed needs one)."""
+    want = simulated(scenario, strategy)
+    assert want.text_generator_on == ["gpu-0"] and want.ready == want.desired
+    assert want.nodes_added == {"cpu": int(new_cpu_node), "gpu": 0}
+    return want
 
 
-@pytest.mark.parametrize("strategy", ["migrate", "evict"])
-def test_a_relocation_converges_through_api_faults(cp: ControlPlane, tmp_path: Path, strategy: str) -> None:
-    scenario, groups = prepared_seed(1, tmp_path)
-    check_simulator(scenario, strategy)
+@pytest.mark.parametrize(("seed", "strategy"), [(1, "migrate"), (1, "evict"), (2, "migrate")])
+def test_a_relocation_converges_through_api_faults(
+    cp: ControlPlane, tmp_path: Path, seed: int, strategy: str
+) -> None:
+    scenario, groups = prepared_seed(seed, tmp_path)
+    want = check_simulator(scenario, strategy, new_cpu_node=seed == 2)
     plan = FaultPlan(seed=12)
     with installed_chart(cp) as inst, FaultProxy(cp, plan) as proxy:
-        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=SCALE, autoscaler=False)
+        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=SCALE, autoscaler=seed == 2)
         mr = Makeroom(
             fault_args(cp, inst, groups, proxy.kubeconfig(tmp_path / "kubeconfig"), strategy, "faulty"),
             tmp_path / "run.log",
@@ -105,7 +132,7 @@ def test_a_relocation_converges_through_api_faults(cp: ControlPlane, tmp_path: P
             ls.wait_events_applied()
             cp.wait_for(lambda: bool(mr.messages("relocation done")), 240, "the relocation done")
             plan.disarm()
-            converge(cp, inst, ls)
+            converge(cp, inst, ls, want)
             seconds = time.monotonic() - started
             assert mr.alive(), mr.tail()
         finally:
@@ -114,14 +141,20 @@ def test_a_relocation_converges_through_api_faults(cp: ControlPlane, tmp_path: P
             code = mr.stop()
     assert code == 0, mr.tail()
     injected = described(plan)
-    report(f"api-faults-{strategy}", faults=injected, converged=True, leftovers=0, seconds=round(seconds))
+    report(
+        f"api-faults-seed-{seed}-{strategy}",
+        faults=injected,
+        converged=True,
+        leftovers=0,
+        seconds=round(seconds),
+    )
     for fault in ("409", "429", "500", "slow", "lost-answer", "dropped-watch", "read-500"):
         assert injected[fault] >= 1, (fault, injected)
 
 
 def test_a_relocation_converges_across_an_apiserver_restart(cp: ControlPlane, tmp_path: Path) -> None:
     scenario, groups = prepared_seed(1, tmp_path)
-    check_simulator(scenario, "migrate")
+    want = check_simulator(scenario, "migrate")
     with installed_chart(cp) as inst:
         ls = cp.load_scenario(scenario, strategy="migrate", time_scale=SCALE, autoscaler=False)
         mr = Makeroom(
@@ -134,7 +167,7 @@ def test_a_relocation_converges_across_an_apiserver_restart(cp: ControlPlane, tm
             cp.wait_for(lambda: bool(mr.messages("relocation started")), 120, "a relocation under way")
             assert not mr.messages("relocation done")
             away = restart_apiserver(cp)  # mid-relocation: the surge's replacements are starting
-            converge(cp, inst, ls)
+            converge(cp, inst, ls, want)
             assert mr.alive(), mr.tail()
             errors = [d for d in mr.lines() if d.get("level") in ("warning", "error")]
         finally:
@@ -152,7 +185,7 @@ def test_makeroom_killed_during_a_call_converges_when_it_comes_back(cp: ControlP
     """SIGTERM while the surge's scale call is in flight; the call lands after makeroom has died; a
     fresh makeroom finds the record and finishes (or rolls back and starts again)."""
     scenario, groups = prepared_seed(1, tmp_path)
-    check_simulator(scenario, "migrate")
+    want = check_simulator(scenario, "migrate")
     with installed_chart(cp) as inst, FaultProxy(cp) as proxy:
         kubeconfig = proxy.kubeconfig(tmp_path / "kubeconfig")
         hold = proxy.hold_next("PATCH", r"/deployments/iris-classifier/scale$")
@@ -171,7 +204,7 @@ def test_makeroom_killed_during_a_call_converges_when_it_comes_back(cp: ControlP
             exited = time.monotonic() - killed
             hold.release.set()  # the call lands now, after makeroom has gone
             second.start()
-            converge(cp, inst, ls)
+            converge(cp, inst, ls, want)
             assert second.alive(), second.tail()
         finally:
             hold.release.set()

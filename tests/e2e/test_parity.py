@@ -17,7 +17,8 @@ import pytest
 from makeroom_e2e import ControlPlane, read_scenario
 from makeroom_e2e.binaries import cache_root
 from makeroom_e2e.makeroom_run import seed_file
-from makeroom_e2e.parity import SEEDS, STRATEGIES, Case, run_case, table, to_json
+from makeroom_e2e.parity import SEEDS, Case, run_case, table, to_json
+from makeroom_e2e.scenario import STRATEGIES
 
 pytestmark = pytest.mark.e2e
 

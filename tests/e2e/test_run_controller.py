@@ -211,7 +211,7 @@ def test_snapshot_then_plan_equals_plan_on_the_live_cluster(cp: ControlPlane, tm
         ls.wait_events_applied()
         cp.wait_for(lambda: bool(ls.workload_pods("text-generator")), 30, "text-generator pending")
         dump = tmp_path / "dump.yaml"
-        result = cli("snapshot", "-o", dump, "--kubeconfig", cp.kubeconfig)
+        result = cli("snapshot", "--write", dump, "--kubeconfig", cp.kubeconfig)
         assert result.exit_code == 0, result.output
         from_file = cli_json("plan", dump, "--groups", groups)
         live = cli_json("plan", "--kubeconfig", cp.kubeconfig, "--groups", groups)

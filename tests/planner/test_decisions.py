@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from makeroom.model import DO_NOT_MOVE, OwnerKind, PodSpec, PreemptionPolicy, Resources
+from makeroom.model import DO_NOT_MOVE, Expander, OwnerKind, PodSpec, PreemptionPolicy, Resources
 from makeroom.model.objects import MAKE_ROOM, MOVED_AT
 from makeroom.planner import (
     NotMovable,
@@ -112,7 +112,7 @@ def test_relocation_wins_when_its_new_nodes_cost_less() -> None:
     c.pod("text-gen", TEXT_GEN, 1000)
     # The GPU group may grow too: only with the priority expander (cpu first) does the autoscaler
     # foreseeably give the moved replicas a CPU node (docs/controller.md); then relocation wins.
-    result = plan(c.state, Policy(expander="priority"))
+    result = plan(c.state, Policy(expander=Expander.PRIORITY))
     assert len(result.moves) == 3 and dict(result.scale_ups) == {"cpu": 1}
     # With least-waste the CPU and GPU nodes tie for them: not counted on, the GPU node is bought.
     result = plan(c.state, Policy())

@@ -185,6 +185,21 @@ def test_expanders(expander: str, chosen: str) -> None:
     assert kinds(r, "scale_up")[0]["group"] == chosen
 
 
+def test_least_waste_weighs_nodes_of_a_petabyte_as_any_other() -> None:
+    # Ten nodes of 1Pi hold 2**60 milli-units each, past int64 together: the memory "small" leaves
+    # unused (0.41 of each node) must still count, and "tight" (a quarter of its CPU) waste less.
+    s = scenario(
+        [
+            group("tight", cpu="4", mem="600Ti", initial=0, max=10),
+            group("small", cpu="3", mem="1Pi", initial=0, max=10),
+        ],
+        [workload("big", 10, cpu="3", mem="600Ti")],
+    )
+    _, r = run(s)
+    (up,) = kinds(r, "scale_up")[:1]
+    assert up["group"] == "tight" and up["nodes"] == 10
+
+
 def test_scale_down_of_an_unneeded_node_after_the_unneeded_time() -> None:
     s = scenario(
         [group("cpu", initial=2, max=2, min=0)],

@@ -23,6 +23,7 @@ from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Si
 from makeroom.kube.client import ConnectOptions
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model import limits
+from makeroom.model.expander import expander
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
 
@@ -229,6 +230,7 @@ def run_cmd(
         str,
         typer.Option(
             "--autoscaler-expander",
+            metavar="EXPANDER",
             help="The cluster-autoscaler's --expander (first of a chain). Only with priority (its "
             "priorities in the groups' order) do moved replicas wait for a new node where a group the "
             "pending pod could use might grow instead.",
@@ -263,7 +265,7 @@ def run_cmd(
             window=_seconds("--consolidation-window", consolidation_window),
             wait=_seconds("--consolidation-wait", consolidation_wait),
         ),
-        autoscaler_expander=autoscaler_expander.split(",")[0].strip(),
+        autoscaler_expander=_checked("--autoscaler-expander", expander, autoscaler_expander),
     )
     for problem in config.problems():
         usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")

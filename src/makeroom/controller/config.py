@@ -14,6 +14,7 @@ from typing import Any
 
 from makeroom.errors import Problem
 from makeroom.model import limits
+from makeroom.model.expander import Expander, expander
 
 
 class Strategy(StrEnum):
@@ -138,9 +139,9 @@ class ControllerConfig:
         "first wait after a refused eviction or a failed call; doubles up to max_backoff",
     )
     max_backoff: float = knob(30.0, POSITIVE, None, None, "the longest wait between two retries")
-    autoscaler_expander: str = knob(
-        "least-waste",
-        None,
+    autoscaler_expander: Expander = knob(
+        Expander.LEAST_WASTE,
+        expander,
         "--autoscaler-expander",
         "nodeGroups.autoscalerExpander",
         "the cluster-autoscaler's --expander (its default: least-waste). With priority (groups in "
@@ -152,6 +153,8 @@ class ControllerConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", Strategy(self.strategy))
+        if self.autoscaler_expander in tuple(Expander):  # else problems() names it
+            object.__setattr__(self, "autoscaler_expander", Expander(self.autoscaler_expander))
 
     def problems(self) -> list[Problem]:
         """Every knob out of its range, by key path (``interval``, ``consolidation.min_saving``)."""

@@ -21,9 +21,8 @@ from makeroom.model import Node, Pod, PodSpec, Taint
 from makeroom.model.fit import label_fit
 from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState
-from makeroom.model.view import ClusterView
+from makeroom.model.view import NODE_CONDITION_TAINTS, ClusterView
 
-CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 """Taints the control plane puts on a node that is not Ready yet; a node coming up sheds them."""
 
 
@@ -31,7 +30,7 @@ def _taints(node: Node) -> tuple[Taint, ...]:
     """The taints a pod will meet on the node once it is Ready."""
     if node.ready:
         return node.taints
-    return tuple(t for t in node.taints if t.key not in CONDITION_TAINTS)
+    return tuple(t for t in node.taints if t.key not in NODE_CONDITION_TAINTS)
 
 
 @dataclass(slots=True)

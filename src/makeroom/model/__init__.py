@@ -1,5 +1,6 @@
 """The pure model: resources, node groups, nodes, pods, workloads, budgets and the fit rules."""
 
+from makeroom.model.expander import Expander
 from makeroom.model.fit import FitFailure, label_fit, resource_fit, static_fit
 from makeroom.model.nodepool import (
     AutoscalerKind,
@@ -42,6 +43,7 @@ __all__ = [
     "ConsolidationPolicy",
     "Disruption",
     "DisruptionBudget",
+    "Expander",
     "FitFailure",
     "InstanceType",
     "Node",

@@ -24,14 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from makeroom.model import AutoscalerKind, PodSpec, Resources
+from makeroom.model import AutoscalerKind, Expander, PodSpec, Resources
 from makeroom.model.nodepool import NODES
 from makeroom.model.provisioning import Headroom, choose
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.view import ClusterView
-
-PRIORITY = "priority"
-"""The cluster-autoscaler's expander that grows groups in a configured order (the groups' order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +46,7 @@ def would_buy(
     allowed: Collection[str],
     sizes: Mapping[str, int],
     avoid: Collection[str] = (),
-    expander: str = "least-waste",
+    expander: Expander = Expander.LEAST_WASTE,
 ) -> Purchase | None:
     """The new node the autoscaler would add for a pod of this spec, if it is of an ``allowed`` group
     that may grow; ``sizes``: each group's nodes, counting those the plan adds already. ``avoid``: the
@@ -84,7 +81,7 @@ def grows_instead(
     group: str,
     avoid: Collection[str],
     sizes: Mapping[str, int],
-    expander: str,
+    expander: Expander,
 ) -> bool:
     """Whether the cluster-autoscaler, asked for a node for a moved pod of this spec, might grow one of
     the ``avoid`` groups instead of ``group``: one of its ``rivals`` that may still grow."""
@@ -92,7 +89,9 @@ def grows_instead(
     return any(sizes[h] < groups[h].max for h in rivals(view, spec, group, avoid, expander))
 
 
-def rivals(view: ClusterView, spec: PodSpec, group: str, avoid: Collection[str], expander: str) -> list[str]:
+def rivals(
+    view: ClusterView, spec: PodSpec, group: str, avoid: Collection[str], expander: Expander
+) -> list[str]:
     """The groups of ``avoid`` that the cluster-autoscaler might grow instead of ``group`` for a moved
     pod of this spec while they are below their max: those whose new node takes the pod, unless the
     expander is priority and ``group`` comes first. None under Karpenter: its choice is foreseeable,
@@ -106,7 +105,7 @@ def rivals(view: ClusterView, spec: PodSpec, group: str, avoid: Collection[str],
         for h in avoid
         if view.admits(spec, h)
         and np.all(view.template(h) >= r)
-        and (expander != PRIORITY or rank[h] < rank[group])
+        and (expander is not Expander.PRIORITY or rank[h] < rank[group])
     ]
 
 

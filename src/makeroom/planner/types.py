@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from makeroom.model import Pod
+from makeroom.model import Expander, Pod
 
 
 class _Described(StrEnum):
@@ -132,7 +132,7 @@ class Policy:
     pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
     exact_step_limit: int = 2_000_000  # exact mode: search steps per candidate node before giving up
     exact_budget: float = 10.0  # exact joint mode: the solver's deterministic time limit (about seconds)
-    expander: str = "least-waste"  # the cluster-autoscaler's --expander (first of a chain)
+    expander: Expander = Expander.LEAST_WASTE  # the cluster-autoscaler's (the first of its chain)
 
 
 @dataclass(frozen=True, slots=True)

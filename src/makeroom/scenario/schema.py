@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -31,17 +30,8 @@ from makeroom.controller.config import (
     rule_of,
 )
 from makeroom.model import limits
+from makeroom.model.expander import SIMULATED, Expander
 from makeroom.model.nodepool import AutoscalerKind, ConsolidationPolicy
-
-
-class Expander(StrEnum):
-    """How the simulated cluster-autoscaler picks the group to grow (as its ``--expander``)."""
-
-    LEAST_WASTE = "least-waste"  # the group whose new node wastes the least of its CPU and memory
-    PRIORITY = "priority"  # the first group in node_groups order
-    PRICE = "price"  # the cheapest group
-    RANDOM = "random"  # any group, from --seed
-
 
 # Every number goes through the shared rules of makeroom.model.limits (the same as dumps, trace CSVs
 # and flags): finite, in range, and whole where it counts things.
@@ -63,6 +53,15 @@ Replicas = Annotated[
     int, _rule(lambda v: limits.count(v, high=limits.MAX_REPLICAS, what="a number of replicas"))
 ]
 _PERCENT = re.compile(r"^\d+%$")
+
+
+def _simulated_expander(value: object) -> Expander:
+    if isinstance(value, str) and value in SIMULATED:
+        return Expander(value)
+    raise ValueError(f"expected one of {', '.join(SIMULATED)} (the simulator's expanders), got {value!r}")
+
+
+SimulatedExpander = Annotated[Expander, BeforeValidator(_simulated_expander)]
 
 
 class Strict(BaseModel):
@@ -159,7 +158,7 @@ class AutoscalerSpec(Strict):
     karpenter: KarpenterSpec = KarpenterSpec()  # extension: read when kind is karpenter
     enabled: bool = True
     scan_interval: Interval = 10.0
-    expander: Expander = Expander.LEAST_WASTE
+    expander: SimulatedExpander = Expander.LEAST_WASTE
     scale_down_unneeded_time: Duration = 600.0
     scale_down_utilization_threshold: Ratio = 0.5
     expendable_pods_priority_cutoff: Priority = -10

@@ -19,7 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import SCALE_UP_DELAY, Node, NodeGroup, OwnerKind, Pod, PodSpec, Taint, TaintEffect
+from makeroom.model import (
+    SCALE_UP_DELAY,
+    Expander,
+    Node,
+    NodeGroup,
+    OwnerKind,
+    Pod,
+    PodSpec,
+    Taint,
+    TaintEffect,
+)
 from makeroom.model.fit import label_fit
 from makeroom.model.quantity import QuantityError, parse_duration
 from makeroom.model.resources import CPU, MEMORY, Vector
@@ -168,8 +178,9 @@ class Autoscaler:
         if not helped:
             return None
         cols = [state.index.position(CPU), state.index.position(MEMORY)]
-        total = cap[cols] * len(bins)
-        left = sum((b[cols] for b in bins), start=np.zeros(len(cols), dtype=np.int64))
+        # in floats: a node of 1Pi of memory is 2**60 milli-units, and a few of them pass int64
+        total = cap[cols].astype(np.float64) * len(bins)
+        left = sum((b[cols].astype(np.float64) for b in bins), start=np.zeros(len(cols)))
         waste = float(np.mean(np.where(total > 0, left / np.where(total > 0, total, 1), 0.0)))
         return Option(group, len(bins), helped, waste)
 
@@ -182,11 +193,11 @@ class Autoscaler:
     def _expand(self, options: list[Option]) -> Option:
         expander = self.spec.expander
         order = {name: i for i, name in enumerate(self.world.state.groups)}
-        if expander == "random":
+        if expander is Expander.RANDOM:
             return self.rng.choice(options)
-        if expander == "priority":
+        if expander is Expander.PRIORITY:
             return min(options, key=lambda o: order[o.group.name])
-        if expander == "price":
+        if expander is Expander.PRICE:
             return min(
                 options,
                 key=lambda o: (o.group.price_per_hour * o.nodes / len(o.pods), order[o.group.name]),

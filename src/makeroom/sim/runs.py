@@ -67,7 +67,7 @@ def build(
     if chosen.relocates:
         # the controller is told the expander the scenario's autoscaler runs, as --autoscaler-expander
         config = scenario.spec.controller.config(chosen, consolidate)
-        expander = scenario.spec.autoscaler.expander.value
+        expander = scenario.spec.autoscaler.expander
         attach_controller(sim, replace(config, autoscaler_expander=expander))
     return sim
 

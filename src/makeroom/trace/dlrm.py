@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from makeroom.errors import InputError, Problem
-from makeroom.model import limits
+from makeroom.model import Expander, limits
 from makeroom.model.quantity import MILLI, format_quantity
 from makeroom.trace.common import (
     Conversion,
@@ -256,7 +256,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
         "name": f"alibaba-dlrm-v2025 {duration(t0)}+{duration(t1 - t0)} x{options.scale:g}",
         "duration": duration(t1 - t0),
         "node_groups": groups,
-        "autoscaler": {"expander": "priority"},
+        "autoscaler": {"expander": Expander.PRIORITY.value},
         "workloads": workloads,
         "events": [e for _, _, e in sorted(events, key=lambda e: (e[0], e[1]))],
     }
