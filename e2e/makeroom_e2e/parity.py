@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from makeroom.cli.common import ExitStatus
+
 from .cluster import GPU_RESOURCES, GROUP_LABEL, ControlPlane
 from .makeroom_run import (
     Makeroom,
@@ -89,7 +91,7 @@ def simulate(path: Path, strategy: str) -> dict[str, Any]:
         timeout=600,
         check=False,
     )
-    if r.returncode != 0:
+    if r.returncode not in (ExitStatus.OK, ExitStatus.PENDING):  # PENDING: a pod waits at the end
         raise RuntimeError(f"makeroom simulate {path} --strategy {strategy} failed:\n{r.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(r.stdout)
     return result

@@ -178,3 +178,12 @@ def test_priority_expander_prefers_the_first_group() -> None:
     cm = priority_expander_configmap(["cpu", "gpu"])
     assert cm["metadata"]["name"] == "cluster-autoscaler-priority-expander"
     assert yaml.safe_load(cm["data"]["priorities"]) == {20: ["^cpu$"], 10: ["^gpu$"]}
+
+
+def test_parity_reads_the_simulator_of_a_seed_that_ends_with_a_pod_waiting() -> None:
+    """seed-1 under none ends with text-generator pending: `simulate` says so with exit status 3,
+    which is a result for the parity table, not a failure of the simulator."""
+    from makeroom_e2e.parity import simulate
+
+    d = simulate(SEEDS / "seed-1-relocate.yaml", "none")
+    assert d["workloads"]["text-generator"]["ready_at_end"] == 0
