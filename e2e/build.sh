@@ -161,27 +161,34 @@ CA_ARCHIVE_SHA256="53bddbcc0c57e6a6630dfd3af5c60b5937a41a1bc4ece331fc88b691ea2dc
 CA_PREFIX="autoscaler-cluster-autoscaler-1.36.1"
 CA_TAGS="kwok"
 
-ca_archive() { # the archive's path: $MAKEROOM_VENDOR, else shared/vendor beside the project (or beside a worktree's parent)
-  local d
-  for d in "${MAKEROOM_VENDOR:-}" "$HERE/../../shared/vendor" "$HERE/../../../shared/vendor"; do
-    if [[ -n "$d" && -f "$d/$CA_ARCHIVE_NAME" ]]; then echo "$(cd "$d" && pwd)/$CA_ARCHIVE_NAME"; return 0; fi
+ca_archive() { # the archive's path: $MAKEROOM_VENDOR, else shared/vendor beside the project or beside any folder above it
+  local d="$HERE/.."
+  if [[ -n "${MAKEROOM_VENDOR:-}" && -f "$MAKEROOM_VENDOR/$CA_ARCHIVE_NAME" ]]; then
+    echo "$(cd "$MAKEROOM_VENDOR" && pwd)/$CA_ARCHIVE_NAME"; return 0
+  fi
+  d="$(cd "$d" && pwd)"
+  while [[ "$d" != "/" ]]; do
+    d="$(dirname "$d")"
+    if [[ -f "$d/shared/vendor/$CA_ARCHIVE_NAME" ]]; then echo "$d/shared/vendor/$CA_ARCHIVE_NAME"; return 0; fi
   done
   return 1
 }
 
 build_autoscaler() {
   local archive sha key src
-  if ! archive="$(ca_archive)"; then
-    log "cluster-autoscaler: FAILED, source archive $CA_ARCHIVE_NAME not found (looked in \$MAKEROOM_VENDOR, $HERE/../../shared/vendor, $HERE/../../../shared/vendor)"
-    status=1; return 1
-  fi
-  sha="$(sha256sum "$archive" | cut -d' ' -f1)"
-  if [[ "$sha" != "$CA_ARCHIVE_SHA256" ]]; then
-    log "cluster-autoscaler: FAILED, $archive has sha256 $sha, expected $CA_ARCHIVE_SHA256 (the unchanged upstream release)"
-    status=1; return 1
-  fi
+  # Keyed by the pinned sha256, so that a warm cache needs no archive; the archive is checked against
+  # it before anything is built from it.
+  sha="$CA_ARCHIVE_SHA256"
   key="$(echo "cluster-autoscaler $sha $GOVERSION -tags $CA_TAGS ${BUILD_FLAGS[*]} CGO_ENABLED=$CGO_ENABLED" | sha256sum | cut -d' ' -f1)"
   if is_fresh cluster-autoscaler "$key"; then log "cluster-autoscaler 1.36.1: up to date"; return 0; fi
+  if ! archive="$(ca_archive)"; then
+    log "cluster-autoscaler: FAILED, source archive $CA_ARCHIVE_NAME not found (set MAKEROOM_VENDOR to its folder; looked in shared/vendor beside $(cd "$HERE/.." && pwd) and every folder above it)"
+    status=1; return 1
+  fi
+  if [[ "$(sha256sum "$archive" | cut -d' ' -f1)" != "$CA_ARCHIVE_SHA256" ]]; then
+    log "cluster-autoscaler: FAILED, $archive is not the unchanged upstream release (sha256 expected $CA_ARCHIVE_SHA256)"
+    status=1; return 1
+  fi
   src="$CACHE/src/ca-${sha:0:12}"
   if [[ ! -f "$src/.extracted" ]]; then
     rm -rf "$src"; mkdir -p "$src"
