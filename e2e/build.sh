@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Build the real control-plane binaries for makeroom's end-to-end tests from the Go module registry.
+# Build the real control-plane binaries for makeroom's end-to-end tests: etcd, Kubernetes and KWOK from
+# the Go module registry, the cluster-autoscaler from its unchanged upstream source archive in
+# shared/vendor (the registry refuses that module).
 #
-# Idempotent and cached: the cache root holds GOCACHE, GOMODCACHE and bin/. Each binary has a stamp
-# file (bin/NAME.stamp) holding a key made of its module version, the wrapper go.mod/go.sum and the
-# build flags; a warm run whose stamps match builds nothing.
+# Idempotent and cached: the cache root holds GOCACHE, GOMODCACHE, src/ (the extracted archive) and bin/.
+# Each binary has a stamp file (bin/NAME.stamp) holding a key made of its module version (or the
+# archive's sha256), the wrapper go.mod/go.sum, the Go version and the build flags; a warm run whose
+# stamps match builds nothing.
 #
-# A component that cannot be had (module refused by the registry, build failure) is recorded in
-# bin/NAME.blocked with the module, version and the exact error, and the script goes on with the others.
-# Exit status: 0 when every buildable component is present; 1 when a component failed that is not
-# recorded as blocked by the registry.
+# Exit status: 0 when every component is present; 1 when one failed (its log is named), the others are
+# still built.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,8 +41,6 @@ export GOTOOLCHAIN=local
 KUBE_VERSION="v1.36.3"
 ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
-CA_MODULE="k8s.io/autoscaler/cluster-autoscaler"
-CA_VERSIONS="v1.36.0 v1.35.0"
 
 GOVERSION="$("$GO" env GOVERSION)"
 BUILD_FLAGS=(-trimpath "-ldflags=-s -w")
@@ -153,47 +152,51 @@ build_kwok() {
 }
 
 # --- cluster-autoscaler (kwok cloud provider) -------------------------------------------------------------
-build_autoscaler() {
-  local dir="$HERE/go/autoscaler"
-  if [[ -x "$BIN/cluster-autoscaler" && -f "$BIN/cluster-autoscaler.stamp" ]]; then
-    log "cluster-autoscaler: up to date"; return 0
-  fi
-  # The registry's answer is final for a session; re-ask at most once a day.
-  if [[ -f "$BIN/cluster-autoscaler.blocked" && -z "${MAKEROOM_E2E_RETRY_BLOCKED:-}" ]] \
-     && [[ -n "$(find "$BIN/cluster-autoscaler.blocked" -mmin -1440 2>/dev/null)" ]]; then
-    log "cluster-autoscaler: blocked (see $BIN/cluster-autoscaler.blocked); set MAKEROOM_E2E_RETRY_BLOCKED=1 to retry"
-    return 0
-  fi
-  local v out found=""
-  : >"$LOGDIR/autoscaler.log"
-  for v in $CA_VERSIONS; do
-    out="$("$GO" list -m -json "$CA_MODULE@$v" 2>&1)"
-    echo "\$ go list -m -json $CA_MODULE@$v" >>"$LOGDIR/autoscaler.log"
-    echo "$out" >>"$LOGDIR/autoscaler.log"
-    if echo "$out" | grep -q '"Version"' && ! echo "$out" | grep -q '"Error"'; then found="$v"; break; fi
+# The Go module registry refuses k8s.io/autoscaler/cluster-autoscaler, so it is built from its unchanged
+# upstream source archive in shared/vendor (see its README): extracted into the cache (one folder per
+# archive sha256), built from its own module folder (its go.mod replaces the staging modules), with only
+# the kwok cloud provider compiled in. Stamped by the archive's sha256, the flags and the Go version.
+CA_ARCHIVE_NAME="cluster-autoscaler-1.36.1.tar.gz"
+CA_ARCHIVE_SHA256="53bddbcc0c57e6a6630dfd3af5c60b5937a41a1bc4ece331fc88b691ea2dce21"
+CA_PREFIX="autoscaler-cluster-autoscaler-1.36.1"
+CA_TAGS="kwok"
+
+ca_archive() { # the archive's path: $MAKEROOM_VENDOR, else shared/vendor beside the project (or beside a worktree's parent)
+  local d
+  for d in "${MAKEROOM_VENDOR:-}" "$HERE/../../shared/vendor" "$HERE/../../../shared/vendor"; do
+    if [[ -n "$d" && -f "$d/$CA_ARCHIVE_NAME" ]]; then echo "$(cd "$d" && pwd)/$CA_ARCHIVE_NAME"; return 0; fi
   done
-  if [[ -z "$found" ]]; then
-    {
-      echo "module: $CA_MODULE"
-      echo "versions tried: $CA_VERSIONS"
-      echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-      cat "$LOGDIR/autoscaler.log"
-    } >"$BIN/cluster-autoscaler.blocked"
-    log "cluster-autoscaler: BLOCKED, the module registry refuses $CA_MODULE (see $BIN/cluster-autoscaler.blocked)"
-    return 0
+  return 1
+}
+
+build_autoscaler() {
+  local archive sha key src
+  if ! archive="$(ca_archive)"; then
+    log "cluster-autoscaler: FAILED, source archive $CA_ARCHIVE_NAME not found (looked in \$MAKEROOM_VENDOR, $HERE/../../shared/vendor, $HERE/../../../shared/vendor)"
+    status=1; return 1
   fi
-  mkdir -p "$dir"
-  log "cluster-autoscaler $found: building (log: $LOGDIR/autoscaler.log)"
-  if [[ ! -f "$dir/go.mod" ]]; then
-    printf 'module makeroom.io/e2e/autoscaler\n\ngo 1.26.0\n\nrequire %s %s\n' "$CA_MODULE" "$found" >"$dir/go.mod"
-    (cd "$dir" && "$GO" mod tidy) >>"$LOGDIR/autoscaler.log" 2>&1
+  sha="$(sha256sum "$archive" | cut -d' ' -f1)"
+  if [[ "$sha" != "$CA_ARCHIVE_SHA256" ]]; then
+    log "cluster-autoscaler: FAILED, $archive has sha256 $sha, expected $CA_ARCHIVE_SHA256 (the unchanged upstream release)"
+    status=1; return 1
   fi
-  if (cd "$dir" && timed cluster-autoscaler "$GO" build "${BUILD_FLAGS[@]}" -o "$BIN/cluster-autoscaler" "$CA_MODULE") >>"$LOGDIR/autoscaler.log" 2>&1; then
-    echo "$found" >"$BIN/cluster-autoscaler.stamp"; rm -f "$BIN/cluster-autoscaler.blocked"
+  key="$(echo "cluster-autoscaler $sha $GOVERSION -tags $CA_TAGS ${BUILD_FLAGS[*]} CGO_ENABLED=$CGO_ENABLED" | sha256sum | cut -d' ' -f1)"
+  if is_fresh cluster-autoscaler "$key"; then log "cluster-autoscaler 1.36.1: up to date"; return 0; fi
+  src="$CACHE/src/ca-${sha:0:12}"
+  if [[ ! -f "$src/.extracted" ]]; then
+    rm -rf "$src"; mkdir -p "$src"
+    tar -xzf "$archive" -C "$src" && touch "$src/.extracted" || { log "cluster-autoscaler: FAILED to extract $archive"; status=1; return 1; }
+  fi
+  log "cluster-autoscaler 1.36.1: building from $archive (log: $LOGDIR/autoscaler.log)"
+  # -mod=readonly: the module's own go.sum decides every dependency, nothing is re-resolved.
+  if (cd "$src/$CA_PREFIX/cluster-autoscaler" && GOFLAGS="-mod=readonly -buildvcs=false" \
+        timed cluster-autoscaler "$GO" build -tags "$CA_TAGS" "${BUILD_FLAGS[@]}" -o "$BIN/cluster-autoscaler" .) \
+        >"$LOGDIR/autoscaler.log" 2>&1; then
+    echo "$key" >"$BIN/cluster-autoscaler.stamp"; rm -f "$BIN/cluster-autoscaler.blocked"
     log "cluster-autoscaler: ok"
   else
-    { echo "module: $CA_MODULE $found (build failed)"; tail -20 "$LOGDIR/autoscaler.log"; } >"$BIN/cluster-autoscaler.blocked"
-    log "cluster-autoscaler: build FAILED, see $LOGDIR/autoscaler.log"
+    log "cluster-autoscaler: FAILED, see $LOGDIR/autoscaler.log"; tail -20 "$LOGDIR/autoscaler.log"
+    status=1
   fi
 }
 
