@@ -1,7 +1,9 @@
-"""`python -m makeroom_e2e up|down|status|load SCENARIO`: the e2e control plane for humans.
+"""`python -m makeroom_e2e up|down|status|load SCENARIO|parity`: the e2e control plane for humans.
 
 `up` starts the components detached and records them in a state directory; `down` stops them (process
-groups) and removes it; `load` loads a scenario into the running control plane and plays its events.
+groups) and removes it; `load` loads a scenario into the running control plane and plays its events;
+`parity` starts a control plane of its own, runs every seed under every strategy in the simulator and
+on the real components, and writes the table (parity.md) and the data (parity.json).
 """
 
 from __future__ import annotations
@@ -130,6 +132,23 @@ def cmd_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_parity(args: argparse.Namespace) -> int:
+    from .parity import SEEDS, STRATEGIES, run_all
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else SEEDS
+    strategies = tuple(args.strategies.split(",")) if args.strategies else STRATEGIES
+    with up() as cp:
+        cases = run_all(cp, out, seeds, strategies, args.time_scale)
+    print((out / "parity.md").read_text(encoding="utf-8"))
+    different = [f"seed-{c.seed} {c.strategy}" for c in cases if c.differences()]
+    if different:
+        print(f"outcomes differ: {', '.join(different)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m makeroom_e2e", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -146,9 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         "--run-for", type=float, default=None, help="real seconds to run (default: duration x scale)"
     )
     p_load.add_argument("--no-wait", action="store_true")
+    p_parity = sub.add_parser("parity", help="every seed under every strategy in both worlds: the table")
+    p_parity.add_argument("--out", default="parity-out", help="folder for parity.md, parity.json, logs")
+    p_parity.add_argument("--seeds", default=None, help="comma-separated seed numbers (default: 1,2,3,4)")
+    p_parity.add_argument("--strategies", default=None, help="comma-separated (default: all four)")
+    p_parity.add_argument("--time-scale", type=float, default=0.1)
     args = ap.parse_args(argv)
     try:
-        handler = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "load": cmd_load}[args.cmd]
+        handler = {
+            "up": cmd_up,
+            "down": cmd_down,
+            "status": cmd_status,
+            "load": cmd_load,
+            "parity": cmd_parity,
+        }[args.cmd]
         return handler(args)
     except MissingBinariesError as exc:
         print(exc, file=sys.stderr)

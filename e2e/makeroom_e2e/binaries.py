@@ -6,8 +6,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-OPTIONAL = ("cluster-autoscaler",)
+REQUIRED = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "cluster-autoscaler",
+)
 
 
 class MissingBinariesError(RuntimeError):
@@ -33,14 +39,6 @@ class Binaries:
     def has(self, name: str) -> bool:
         p = self.path(name)
         return p.exists() and os.access(p, os.X_OK)
-
-    def blocked(self, name: str) -> str | None:
-        """The evidence recorded by build.sh when a component cannot be had, else None."""
-        for stem in (name, name.split("-", maxsplit=1)[0]):
-            f = self.directory / f"{stem}.blocked"
-            if f.exists():
-                return f.read_text(encoding="utf-8", errors="replace")
-        return None
 
     def missing(self) -> list[str]:
         return [n for n in REQUIRED if not self.has(n)]

@@ -1,14 +1,16 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, KWOK and (when it could be built) the cluster-autoscaler with its kwok provider."""
+kube-scheduler, KWOK and the cluster-autoscaler with its kwok cloud provider."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
+import os
+import re
 import shutil
 import ssl
 import tempfile
-import time
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +27,21 @@ GROUP_LABEL = "makeroom.io/group"
 E2E_LABEL = "makeroom.io/e2e"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 PROVISION_DELAY_ANNOTATION = "makeroom.io/provision-delay"
+# The kwok cloud provider's markers: it manages a node only when spec.providerID starts with "kwok",
+# counts it in the group its annotation names, and deletes only nodes annotated kwok.x-k8s.io/node=fake.
+PROVIDER_ID_PREFIX = "kwok:"
+NODEGROUP_ANNOTATION = "cluster-autoscaler.kwok.nodegroup/name"
+# The GPU label the kwok provider is told about (nodes.gpuConfig.gpuLabelKey); value: the resource.
+GPU_LABEL = "makeroom.io/gpu"
+# The extended resources the cluster-autoscaler counts as GPUs (utils/gpu GPUVendorResourceNames).
+GPU_RESOURCES = (
+    "nvidia.com/gpu",
+    "habana.ai/gaudi",
+    "gpu.intel.com/xe",
+    "amd.com/gpu",
+    "microsoft.com/directx",
+)
+PRIORITY_EXPANDER_CONFIGMAP = "cluster-autoscaler-priority-expander"
 KWOK_VERSION = "v0.8.0"
 
 
@@ -46,15 +63,26 @@ class SchedulerSettings:
 
 @dataclass
 class AutoscalerSettings:
-    """Flags of the cluster-autoscaler, already scaled to real seconds."""
+    """Flags of the cluster-autoscaler, every duration already scaled to real seconds (the defaults
+    here are the autoscaler's own, unscaled). See e2e/README.md for the mapping from a scenario."""
 
     scan_interval_s: float = 10.0
     expander: str = "least-waste"
+    priorities: tuple[str, ...] = ()  # groups, most preferred first (the priority expander's ConfigMap)
     scale_down_unneeded_time_s: float = 600.0
     scale_down_delay_after_add_s: float = 600.0
     scale_down_utilization_threshold: float = 0.5
     expendable_pods_priority_cutoff: int = -10
+    max_graceful_termination_s: float = 600.0
     max_node_provision_time_s: float = 900.0
+    max_node_startup_time_s: float = 900.0
+    scale_down_unready_time_s: float = 1200.0
+    scale_down_delay_after_failure_s: float = 180.0
+    unremovable_node_recheck_timeout_s: float = 300.0
+    node_delete_delay_after_taint_s: float = 5.0
+    max_pod_eviction_time_s: float = 120.0
+    initial_node_group_backoff_s: float = 300.0
+    max_node_group_backoff_s: float = 1800.0
     scale_down_enabled: bool = True
 
 
@@ -114,10 +142,6 @@ class ControlPlane:
 
     def logs(self, name: str, lines: int = 40) -> str:
         return self.processes[name].tail(lines) if name in self.processes else ""
-
-    @property
-    def autoscaler_available(self) -> bool:
-        return self.binaries.has("cluster-autoscaler")
 
     # ----------------------------------------------------------------------------------- API access
     @property
@@ -251,7 +275,7 @@ class ControlPlane:
         for pc in self.scheduling.list_priority_class(label_selector=sel).items:
             with contextlib.suppress(k.client.ApiException):
                 self.scheduling.delete_priority_class(pc.metadata.name)
-        for cm in ("kwok-provider-config", "kwok-provider-templates"):
+        for cm in ("kwok-provider-config", "kwok-provider-templates", PRIORITY_EXPANDER_CONFIGMAP):
             with contextlib.suppress(k.client.ApiException):
                 self.core.delete_namespaced_config_map(cm, "kube-system")
         for n in self.core.list_node(label_selector=sel).items:
@@ -274,11 +298,13 @@ class ControlPlane:
     def configure_autoscaler(self, settings: AutoscalerSettings | None) -> None:
         """(Re)start the cluster-autoscaler with these flags; None stops it."""
         if "cluster-autoscaler" in self.processes:
-            self.processes.pop("cluster-autoscaler").stop()
+            # On SIGTERM it deletes its status ConfigMap and, through the kwok provider's Cleanup, the
+            # nodes of its groups; give it the time to finish.
+            self.processes.pop("cluster-autoscaler").stop(grace=15.0)
         if settings is None:
             return
         self.autoscaler_settings = settings
-        if self.components.autoscaler and self.autoscaler_available:
+        if self.components.autoscaler:
             _start_autoscaler(self)
 
     # ----------------------------------------------------------------------------------- scenarios
@@ -306,6 +332,10 @@ def node_manifest(
     taints: Sequence[dict[str, str]],
     annotations: dict[str, str],
 ) -> dict[str, Any]:
+    """A KWOK node of node group `group`, managed by the kwok cloud provider as the nodes it creates
+    are (provider ID `kwok:<name>`, its group annotation), so the autoscaler counts, simulates and may
+    remove it like any node of the group. A group whose capacity has a GPU resource gets GPU_LABEL."""
+    gpus = sorted(r for r in capacity if r in GPU_RESOURCES)
     all_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -313,19 +343,33 @@ def node_manifest(
         "type": "kwok",
         GROUP_LABEL: group,
         E2E_LABEL: "true",
+        **({GPU_LABEL: gpu_type(gpus[0])} if gpus else {}),
         **labels,
     }
+    spec: dict[str, Any] = {"providerID": f"{PROVIDER_ID_PREFIX}{name}"}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "labels": all_labels,
-            "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0", **annotations},
+            "annotations": {
+                KWOK_ANNOTATION: "fake",
+                NODEGROUP_ANNOTATION: group,
+                "node.alpha.kubernetes.io/ttl": "0",
+                **annotations,
+            },
         },
-        "spec": {"taints": [dict(t) for t in taints]} if taints else {},
+        "spec": spec,
         "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
     }
+
+
+def gpu_type(resource: str) -> str:
+    """The GPU label's value for a GPU resource (a label value cannot hold '/')."""
+    return resource.replace("/", "-")
 
 
 # --------------------------------------------------------------------------------------- startup
@@ -542,45 +586,86 @@ def _dur(seconds: float) -> str:
     return f"{max(seconds, 0.001):.3f}s"
 
 
-def autoscaler_args(cp: ControlPlane, s: AutoscalerSettings) -> list[str]:
+def autoscaler_args(cp: ControlPlane, s: AutoscalerSettings, port: int) -> list[str]:
+    threshold = f"{s.scale_down_utilization_threshold}"
     return [
         "--cloud-provider=kwok",
         f"--kubeconfig={cp.kubeconfig}",
+        "--namespace=kube-system",
         "--leader-elect=false",
         f"--scan-interval={_dur(s.scan_interval_s)}",
         f"--expander={s.expander}",
         f"--scale-down-enabled={'true' if s.scale_down_enabled else 'false'}",
         f"--scale-down-unneeded-time={_dur(s.scale_down_unneeded_time_s)}",
         f"--scale-down-delay-after-add={_dur(s.scale_down_delay_after_add_s)}",
-        f"--scale-down-utilization-threshold={s.scale_down_utilization_threshold}",
+        f"--scale-down-delay-after-failure={_dur(s.scale_down_delay_after_failure_s)}",
+        f"--scale-down-unready-time={_dur(s.scale_down_unready_time_s)}",
+        # One threshold in the scenario: CPU/memory nodes and (by their GPUs alone) GPU nodes.
+        f"--scale-down-utilization-threshold={threshold}",
+        f"--scale-down-gpu-utilization-threshold={threshold}",
+        f"--unremovable-node-recheck-timeout={_dur(s.unremovable_node_recheck_timeout_s)}",
+        f"--node-delete-delay-after-taint={_dur(s.node_delete_delay_after_taint_s)}",
         f"--expendable-pods-priority-cutoff={s.expendable_pods_priority_cutoff}",
+        f"--max-graceful-termination-sec={max(1, math.ceil(s.max_graceful_termination_s))}",
+        f"--max-pod-eviction-time={_dur(s.max_pod_eviction_time_s)}",
         f"--max-node-provision-time={_dur(s.max_node_provision_time_s)}",
+        f"--max-node-startup-time={_dur(s.max_node_startup_time_s)}",
+        f"--initial-node-group-backoff-duration={_dur(s.initial_node_group_backoff_s)}",
+        f"--max-node-group-backoff-duration={_dur(s.max_node_group_backoff_s)}",
         "--skip-nodes-with-local-storage=false",
         "--skip-nodes-with-system-pods=false",
         "--balance-similar-node-groups=false",
-        f"--address=127.0.0.1:{free_port()}",
+        "--kube-client-qps=200",
+        "--kube-client-burst=400",
+        f"--address=127.0.0.1:{port}",
         "--v=2",
     ]
 
 
-def _start_autoscaler(cp: ControlPlane) -> None:
-    import os
+def priority_expander_configmap(groups: Sequence[str]) -> dict[str, Any]:
+    """The priority expander's ConfigMap: the first group gets the highest priority (a larger number
+    wins), each matched by its exact name."""
+    n = len(groups)
+    priorities = {10 * (n - i): [f"^{re.escape(g)}$"] for i, g in enumerate(groups)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": PRIORITY_EXPANDER_CONFIGMAP,
+            "namespace": "kube-system",
+            "labels": {E2E_LABEL: "true"},
+        },
+        "data": {"priorities": yaml.safe_dump(priorities)},
+    }
 
+
+def autoscaler_env(cp: ControlPlane) -> dict[str, str]:
+    """The kwok provider builds its own client: out of a pod it needs KWOK_PROVIDER_MODE=local and
+    KUBECONFIG; POD_NAMESPACE is where it reads kwok-provider-config and kwok-provider-templates."""
+    return {
+        **os.environ,
+        "KWOK_PROVIDER_MODE": "local",
+        "KUBECONFIG": str(cp.kubeconfig),
+        "POD_NAMESPACE": "kube-system",
+        "KWOK_PROVIDER_CONFIGMAP": "kwok-provider-config",
+    }
+
+
+def _start_autoscaler(cp: ControlPlane) -> None:
     name = "cluster-autoscaler"
-    argv = [str(cp.binaries.path(name)), *autoscaler_args(cp, cp.autoscaler_settings)]
-    p = Process(
-        name,
-        argv,
-        cp.workdir / "logs" / f"{name}.log",
-        env={**os.environ, "POD_NAMESPACE": "kube-system", "KWOK_PROVIDER_CONFIGMAP": "kwok-provider-config"},
-        detach=cp.detach,
-    )
+    s = cp.autoscaler_settings
+    k = _kube_client()
+    with contextlib.suppress(k.client.ApiException):
+        cp.core.delete_namespaced_config_map(PRIORITY_EXPANDER_CONFIGMAP, "kube-system")
+    if s.expander.split(",")[0] == "priority":
+        cp.core.create_namespaced_config_map("kube-system", priority_expander_configmap(s.priorities))
+    port = free_port()
+    cp.ports[name] = port
+    argv = [str(cp.binaries.path(name)), *autoscaler_args(cp, s, port)]
+    p = Process(name, argv, cp.workdir / "logs" / f"{name}.log", env=autoscaler_env(cp), detach=cp.detach)
     cp.processes[name] = p
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and p.alive():
-        time.sleep(0.1)
-    if not p.alive():
-        raise RuntimeError(f"cluster-autoscaler exited at start:\n{p.tail()}")
+    # /health-check answers once the autoscaler has built its provider and started its loop.
+    _wait_healthy(cp, name, f"http://127.0.0.1:{port}/health-check", 60, None)
 
 
 def up(

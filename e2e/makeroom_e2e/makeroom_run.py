@@ -186,9 +186,11 @@ def run_args(
     strategy: str,
     identity: str,
     leader_elect: bool = True,
+    interval: float = 1.0,
     extra: tuple[str, ...] = (),
 ) -> list[str]:
-    """`makeroom run` with the chart's own arguments, out of cluster, as the chart's ServiceAccount."""
+    """`makeroom run` with the chart's own arguments, out of cluster, as the chart's ServiceAccount.
+    interval: real seconds between reconciliations (makeroom's 2 s times the harness's time scale)."""
     chart_args = [
         a for a in inst.deployment_args() if not a.startswith(("--strategy", "--metrics-port", "--interval"))
     ]
@@ -205,7 +207,7 @@ def run_args(
         "--strategy",
         strategy,
         "--interval",
-        "1s",
+        f"{interval:.3f}",
         "--metrics-port",
         "0",
         "--identity",

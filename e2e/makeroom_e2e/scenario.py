@@ -20,6 +20,7 @@ import yaml
 
 from .cluster import (
     E2E_LABEL,
+    GPU_LABEL,
     GROUP_LABEL,
     PROVISION_DELAY_ANNOTATION,
     AutoscalerSettings,
@@ -329,8 +330,15 @@ def priority_class_manifest(ns: str, w: Workload, strategy: str) -> dict[str, An
 
 
 def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]:
-    """The cluster-autoscaler kwok provider's config and node templates (one template node per group)."""
+    """The kwok cloud provider's config and node templates (one template node per group).
+
+    The harness creates the initial nodes itself (`<group>-<n>`, as the spec names them) with the
+    provider's markers (cluster.node_manifest); the templates carry no desired-count, so the provider
+    creates no node at start, and it sizes each group by counting its nodes. Nodes the autoscaler adds
+    are named `<group>-<5 random characters>` by the provider.
+    """
     templates = []
+    gpu_types: set[str] = set()
     for g in sc.node_groups:
         node = node_manifest(
             f"{g.name}-template",
@@ -344,14 +352,23 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
                 "cluster-autoscaler.kwok.nodegroup/max-count": str(g.max),
             },
         )
+        # Every node made from a template would carry its hostname label: leave it out.
+        node["metadata"]["labels"].pop("kubernetes.io/hostname", None)
+        gpu = node["metadata"]["labels"].get(GPU_LABEL)
+        if gpu:
+            gpu_types.add(gpu)
         templates.append(node)
     node_list = {"apiVersion": "v1", "kind": "List", "items": templates}
     config = {
         "apiVersion": "v1alpha1",
         "readNodesFrom": "configmap",
         "nodegroups": {"fromNodeLabelKey": GROUP_LABEL},
-        "nodes": {"gpuConfig": {"gpuLabelKey": "makeroom.io/gpu", "availableGPUTypes": {}}},
-        "configmap": {"name": "kwok-provider-templates", "key": "templates"},
+        # skipTaint: no kwok-provider:NoSchedule taint on new nodes (scenario pods do not tolerate it).
+        "nodes": {
+            "skipTaint": True,
+            "gpuConfig": {"gpuLabelKey": GPU_LABEL, "availableGPUTypes": {t: {} for t in sorted(gpu_types)}},
+        },
+        "configmap": {"name": "kwok-provider-templates"},
     }
     return [
         {
@@ -378,18 +395,36 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
 
 
 def autoscaler_settings(sc: Scenario, scale: float) -> AutoscalerSettings:
+    """The scenario's autoscaler as flags: every duration times `scale` (real seconds per scenario
+    second). Scenario keys map to their flags; the autoscaler's other timers keep their default
+    values, scaled the same way, so that the compressed world keeps their proportions. The
+    autoscaler's hard-coded real-time constants cannot be scaled (e2e/README.md lists them)."""
     a = sc.autoscaler
-    unneeded = parse_duration(a.get("scale_down_unneeded_time", 600)) * scale
+
+    def dur(key: str, default: float) -> float:
+        return parse_duration(a.get(key, default)) * scale
+
+    default = AutoscalerSettings()
     return AutoscalerSettings(
-        scan_interval_s=parse_duration(a.get("scan_interval", 10)) * scale,
+        scan_interval_s=dur("scan_interval", 10),
         expander=str(a.get("expander", "least-waste")),
-        scale_down_unneeded_time_s=unneeded,
-        scale_down_delay_after_add_s=parse_duration(a.get("scale_down_delay_after_add", 600)) * scale,
+        priorities=tuple(g.name for g in sc.node_groups),
+        scale_down_unneeded_time_s=dur("scale_down_unneeded_time", 600),
+        scale_down_delay_after_add_s=dur("scale_down_delay_after_add", 600),
         scale_down_utilization_threshold=float(a.get("scale_down_utilization_threshold", 0.5)),
         expendable_pods_priority_cutoff=int(a.get("expendable_pods_priority_cutoff", -10)),
-        max_node_provision_time_s=max(g.provision_time_s for g in sc.node_groups) * scale * 3 + 30
-        if sc.node_groups
-        else 900,
+        max_graceful_termination_s=dur("max_graceful_termination", 600),
+        max_node_provision_time_s=default.max_node_provision_time_s * scale,
+        max_node_startup_time_s=default.max_node_startup_time_s * scale,
+        scale_down_unready_time_s=default.scale_down_unready_time_s * scale,
+        scale_down_delay_after_failure_s=default.scale_down_delay_after_failure_s * scale,
+        unremovable_node_recheck_timeout_s=default.unremovable_node_recheck_timeout_s * scale,
+        node_delete_delay_after_taint_s=default.node_delete_delay_after_taint_s * scale,
+        # The drain retries a refused eviction every 10 s, a constant: keeping this bound unscaled
+        # keeps the number of attempts the real autoscaler makes (12).
+        max_pod_eviction_time_s=default.max_pod_eviction_time_s,
+        initial_node_group_backoff_s=default.initial_node_group_backoff_s * scale,
+        max_node_group_backoff_s=default.max_node_group_backoff_s * scale,
     )
 
 

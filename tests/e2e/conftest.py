@@ -1,16 +1,13 @@
 """Fixtures for the end-to-end tests against a real control plane (see e2e/README.md).
 
 The control plane is session-scoped; each test works in its own labelled namespace and the objects
-it made are removed after it. Missing binaries FAIL the tests (run `bash e2e/build.sh`), unless
-MAKEROOM_E2E=0 is set explicitly. The cluster-autoscaler alone may be recorded by build.sh as blocked
-(the module registry refuses it): tests that need it are then skipped with that evidence, or fail
-when MAKEROOM_E2E_REQUIRE_AUTOSCALER=1.
+it made are removed after it. Missing binaries (the cluster-autoscaler among them) FAIL the tests
+(run `bash e2e/build.sh`), unless MAKEROOM_E2E=0 is set explicitly.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator
@@ -75,21 +72,3 @@ def cp(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     yield control_plane
     control_plane.configure_autoscaler(None)
     control_plane.delete_e2e_objects()
-
-
-@pytest.fixture
-def autoscaler_available(control_plane: ControlPlane) -> None:
-    if control_plane.autoscaler_available:
-        return
-    evidence = control_plane.binaries.blocked("cluster-autoscaler")
-    require = os.environ.get("MAKEROOM_E2E_REQUIRE_AUTOSCALER") == "1"
-    if evidence and not require:
-        lines = [re.sub(r"https?://\S+", "<registry>", line).strip() for line in evidence.splitlines()]
-        first = " | ".join(line for line in lines[:6] if line)
-        pytest.skip(f"cluster-autoscaler cannot be had here (recorded by e2e/build.sh): {first}")
-    pytest.fail(
-        "cluster-autoscaler binary missing in "
-        f"{control_plane.binaries.directory}; run `bash e2e/build.sh`"
-        + (f"\nrecorded evidence:\n{evidence}" if evidence else ""),
-        pytrace=False,
-    )

@@ -38,7 +38,6 @@ SCENARIO = textwrap.dedent(
 )
 
 
-@pytest.mark.usefixtures("autoscaler_available")
 def test_autoscaler_adds_a_node_for_a_pending_pod_and_never_passes_max(
     cp: ControlPlane, tmp_path: Path
 ) -> None:

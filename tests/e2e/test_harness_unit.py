@@ -6,8 +6,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from makeroom_e2e.cluster import SchedulerSettings, scheduler_config
+from makeroom_e2e.cluster import (
+    AutoscalerSettings,
+    ControlPlane,
+    SchedulerSettings,
+    autoscaler_args,
+    autoscaler_env,
+    node_manifest,
+    priority_expander_configmap,
+    scheduler_config,
+)
 from makeroom_e2e.scenario import (
+    autoscaler_settings,
     deployment_manifest,
     first_fit,
     kwok_provider_configmaps,
@@ -18,7 +28,9 @@ from makeroom_e2e.scenario import (
     scenario_from_data,
 )
 
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "scenarios"
+import makeroom.examples
+
+SEEDS = Path(makeroom.examples.__file__).parent  # the seed scenarios, as shared/scenarios has them
 
 
 @pytest.mark.parametrize(
@@ -33,9 +45,6 @@ def test_parse_quantity(text: str, value: float) -> None:
     assert parse_quantity(text) == pytest.approx(value)
 
 
-@pytest.mark.skipif(
-    not (SEEDS / "seed-1-relocate.yaml").exists(), reason="shared/scenarios not beside the repo"
-)
 def test_minimal_reader_agrees_with_the_product_reader() -> None:
     path = SEEDS / "seed-1-relocate.yaml"
     mine = scenario_from_data(yaml.safe_load(path.read_text(encoding="utf-8")), path)
@@ -110,5 +119,54 @@ def test_kwok_provider_templates_carry_group_bounds_and_provision_delay() -> Non
     templates = yaml.safe_load(cms[1]["data"]["templates"])["items"]
     ann = templates[0]["metadata"]["annotations"]
     assert ann["cluster-autoscaler.kwok.nodegroup/max-count"] == "2"
+    assert ann["cluster-autoscaler.kwok.nodegroup/min-count"] == "0"
+    assert "cluster-autoscaler.kwok.nodegroup/desired-count" not in ann, "the provider must create no node"
     assert ann["makeroom.io/provision-delay"] == "24000ms"
-    assert templates[0]["metadata"]["labels"]["makeroom.io/group"] == "gpu"
+    labels = templates[0]["metadata"]["labels"]
+    assert labels["makeroom.io/group"] == "gpu" and labels["makeroom.io/gpu"] == "nvidia.com-gpu"
+    assert "kubernetes.io/hostname" not in labels, "every node made from it would share the hostname"
+    config = yaml.safe_load(cms[0]["data"]["config"])
+    assert config["nodes"]["skipTaint"] is True, "scenario pods do not tolerate kwok-provider:NoSchedule"
+    assert config["nodegroups"] == {"fromNodeLabelKey": "makeroom.io/group"}
+    assert config["nodes"]["gpuConfig"] == {
+        "gpuLabelKey": "makeroom.io/gpu",
+        "availableGPUTypes": {"nvidia.com-gpu": {}},
+    }
+
+
+def test_initial_nodes_carry_the_kwok_providers_markers() -> None:
+    """Without them the provider ignores a node ("not managed by kwok") and its group turns unhealthy."""
+    n = node_manifest("cpu-0", group="cpu", capacity={"cpu": "4"}, labels={}, taints=[], annotations={})
+    assert n["spec"]["providerID"] == "kwok:cpu-0"
+    assert n["metadata"]["annotations"]["cluster-autoscaler.kwok.nodegroup/name"] == "cpu"
+    assert n["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    assert "makeroom.io/gpu" not in n["metadata"]["labels"]
+
+
+def test_autoscaler_flags_are_the_scenarios_scaled() -> None:
+    data = _seed_like()
+    data["autoscaler"] = {"scan_interval": "20s", "expander": "priority", "scale_down_unneeded_time": "5m"}
+    s = autoscaler_settings(scenario_from_data(data), 0.1)
+    assert s.scan_interval_s == pytest.approx(2.0)
+    assert s.scale_down_unneeded_time_s == pytest.approx(30.0)
+    assert s.scale_down_delay_after_add_s == pytest.approx(60.0)
+    assert s.max_node_provision_time_s == pytest.approx(90.0)
+    assert s.node_delete_delay_after_taint_s == pytest.approx(0.5)
+    # Bounds on retries of a fixed 10 s period are not scaled: the same number of attempts.
+    assert s.max_pod_eviction_time_s == AutoscalerSettings().max_pod_eviction_time_s
+    assert s.priorities == ("gpu",)
+    cp = ControlPlane.__new__(ControlPlane)
+    cp.kubeconfig = Path("/k/kubeconfig")
+    args = autoscaler_args(cp, s, 1234)
+    assert "--scan-interval=2.000s" in args and "--expander=priority" in args
+    assert "--scale-down-unneeded-time=30.000s" in args and "--max-graceful-termination-sec=60" in args
+    assert "--scale-down-gpu-utilization-threshold=0.5" in args and "--cloud-provider=kwok" in args
+    env = autoscaler_env(cp)
+    assert env["KWOK_PROVIDER_MODE"] == "local" and env["KUBECONFIG"] == "/k/kubeconfig"
+    assert env["POD_NAMESPACE"] == "kube-system"
+
+
+def test_priority_expander_prefers_the_first_group() -> None:
+    cm = priority_expander_configmap(["cpu", "gpu"])
+    assert cm["metadata"]["name"] == "cluster-autoscaler-priority-expander"
+    assert yaml.safe_load(cm["data"]["priorities"]) == {20: ["^cpu$"], 10: ["^gpu$"]}
