@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from makeroom.model import DELETION_COST, SCALE_UP_DELAY
+from makeroom.sim import Options, Simulation
 from makeroom.sim.replicaset import deletion_order
 from makeroom.sim.world import EvictionRefusedError
 from tests.sim.helpers import group, kinds, run, scenario, workload
@@ -242,3 +243,50 @@ def test_abrupt_node_loss_replaces_its_pods() -> None:
     assert r.data["node_groups"]["cpu"]["nodes_removed"] == 1
     assert r.data["evictions"] == 0
     assert r.data["workloads"]["api"]["ready_at_end"] == 4
+
+
+def test_a_new_gpu_pod_waits_30s_whatever_the_age_of_the_others() -> None:
+    """The autoscaler waits while the oldest pod it would help that asks for a GPU is under 30 s old,
+    however old the others are (allPodsAreNew works on the whole set, by creation time)."""
+    gpu_pod = {**workload("gpuonly", 0), "requests": {"cpu": "1", "nvidia.com/gpu": 1}}
+    s = scenario(
+        [group("gpu", gpu=1, initial=0, max=1)],
+        [workload("huge", 1, cpu="100"), gpu_pod],  # huge: pending from t=0, no group can take it
+        events=[{"at": "1m", "scale": {"workload": "gpuonly", "replicas": 1}}],
+    )
+    _, r = run(s)
+    assert [e["t"] for e in kinds(r, "scale_up")][:1] == [90.0]
+
+
+def test_least_waste_ties_are_broken_at_random() -> None:
+    """Two groups of one shape (a CPU group and a GPU group with the same CPU and memory) waste the
+    same for a CPU pod: the real expander chain ends in a random choice, so either may be bought."""
+    chosen = set()
+    for seed in range(8):
+        s = scenario(
+            [group("cpu", initial=0, max=2), group("gpu", gpu=1, initial=0, max=2)],
+            [workload("api", 1)],
+        )
+        sim = Simulation(s, Options(seed=seed))
+        chosen.add(kinds(sim.run(), "scale_up")[0]["group"])
+    assert chosen == {"cpu", "gpu"}
+
+
+def test_a_drain_refused_for_two_minutes_fails_and_untaints_the_node() -> None:
+    """A refused eviction is retried every 10 s for at most 2 min (--max-pod-eviction-time); then the
+    drain fails, the node loses its ToBeDeleted taint and scale-down waits 3 min."""
+    s = scenario(
+        [group("keep", initial=1, max=1, min=1), group("cpu", initial=1, max=1, min=0)],
+        [
+            workload("base", 1, cpu="3", placement={"keep-0": 1}),
+            workload(
+                "slow", 2, cpu="500m", placement={"cpu-0": 2}, pdb={"max_unavailable": 1}, startup_time="10m"
+            ),
+        ],
+        autoscaler={"scale_down_unneeded_time": "1m"},
+    )
+    sim, r = run(s, until=1200)
+    fails = kinds(r, "scale_down_failed")
+    downs = kinds(r, "scale_down")
+    assert fails and downs and fails[0]["t"] - downs[0]["t"] == pytest.approx(120.0, abs=10.0)
+    assert all(t.key != "ToBeDeletedByClusterAutoscaler" for t in sim.world.state.nodes["cpu-0"].taints)

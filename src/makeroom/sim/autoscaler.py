@@ -2,16 +2,17 @@
 
 Modelled on the static autoscaler's loop: every scan interval, drop the pods it must not help
 (expendable, nominated to an existing node, held by pod-scale-up-delay), drop the ones that fit on
-existing or upcoming nodes, wait while every remaining pod is new (2 s, 30 s when one asks for a GPU),
-then let the expander choose one group and add the nodes the binpacking estimate says, within max.
-Scale-down: a node under the utilisation threshold (a GPU node by its GPU alone) whose pods all fit on
-other nodes, unneeded for the unneeded time and not within the delay after a scale-up, is tainted and
-drained through evictions that respect budgets, then removed; never below min.
+existing or upcoming nodes, wait while the remaining pods are new (the oldest created less than 2 s
+ago, or the oldest that asks for a GPU less than 30 s ago), then let the expander choose one group
+(ties at random, as the expander chain ends) and add the nodes the binpacking estimate says, within
+max. Scale-down: a node under the utilisation threshold (a GPU node by its GPU alone) whose pods all
+fit on other nodes, unneeded for the unneeded time and not within the delay after a scale-up or a
+failed scale-down, is tainted and drained through evictions that respect budgets (retried every 10 s
+for at most 2 min), then removed; never below min.
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 from dataclasses import dataclass
 
@@ -29,7 +30,15 @@ from makeroom.sim.world import EvictionRefusedError, World
 
 NEW_POD_BUFFER = 2.0
 NEW_GPU_POD_BUFFER = 30.0
-DRAIN_RETRY = 5.0
+# The drain (core/scaledown/actuation/drain.go): a refused eviction is retried every 10 s, for at most
+# --max-pod-eviction-time (2 min); then the drain fails, the node is untainted and scale-down waits
+# --scale-down-delay-after-failure (3 min). Evicted pods are then awaited, checked every 5 s, for their
+# grace period (at most --max-graceful-termination-sec) plus 30 s.
+EVICTION_RETRY = 10.0
+MAX_POD_EVICTION_TIME = 120.0
+TERMINATION_POLL = 5.0
+POD_EVICTION_HEADROOM = 30.0
+SCALE_DOWN_DELAY_AFTER_FAILURE = 180.0
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 NON_EMPTY_CANDIDATES = 30  # --scale-down-non-empty-candidates-count
 
@@ -48,6 +57,7 @@ class Autoscaler:
         self.spec = spec
         self.rng = rng
         self.last_scale_up = -float("inf")
+        self.last_scale_down_failure = -float("inf")
         self.unneeded_since: dict[str, float] = {}
         self.draining: dict[str, float] = {}  # node -> drain start
         self._last_no_scale_up = -1
@@ -110,11 +120,7 @@ class Autoscaler:
             remaining += same[placed:]
         if not remaining:
             return
-        buffer = (
-            NEW_GPU_POD_BUFFER if any(p.spec.requests.requests_gpu() for p in remaining) else NEW_POD_BUFFER
-        )
-        since = [p.unschedulable_since for p in remaining if p.unschedulable_since is not None]
-        if all(world.now - t < buffer for t in since):
+        if all_pods_are_new(remaining, world.now):
             return
         options = [o for g in state.groups.values() if (o := self._option(g, remaining)) is not None]
         if not options:
@@ -185,8 +191,12 @@ class Autoscaler:
                 options,
                 key=lambda o: (o.group.price_per_hour * o.nodes / len(o.pods), order[o.group.name]),
             )
-        # least-waste: the most pods helped breaks ties, as the expander's filters do
-        return min(options, key=lambda o: (o.waste, -len(o.pods), order[o.group.name]))
+        # least-waste, then (as the autoscaler's expander chain ends) a random choice among the options
+        # that waste exactly as little: two groups of the same CPU and memory, a CPU and a GPU group of
+        # one shape, tie, and either may be chosen.
+        least = min(o.waste for o in options)
+        tied = sorted((o for o in options if o.waste == least), key=lambda o: order[o.group.name])
+        return tied[0] if len(tied) == 1 else self.rng.choice(tied)
 
     # --- scale-down --------------------------------------------------------------------------
     def utilization(self) -> npt.NDArray[np.float64]:
@@ -276,7 +286,11 @@ class Autoscaler:
                 del self.unneeded_since[name]
         for name in unneeded:
             self.unneeded_since.setdefault(name, now)
-        if now - self.last_scale_up < self.spec.scale_down_delay_after_add or self.draining:
+        if (
+            now - self.last_scale_up < self.spec.scale_down_delay_after_add
+            or now - self.last_scale_down_failure < SCALE_DOWN_DELAY_AFTER_FAILURE
+            or self.draining
+        ):
             return
         ripe = [
             n
@@ -308,22 +322,49 @@ class Autoscaler:
             self.draining.pop(name, None)
             return
         left = [p for p in state.pods_on[name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
+        refused = False
         for pod in left:
             if pod.terminating:
                 continue
-            with contextlib.suppress(EvictionRefusedError):
+            try:
                 world.evict(pod, "evicted")
+            except EvictionRefusedError:
+                refused = True
         if not left:
             self.draining.pop(name, None)
             world.remove_node(name, "scale_down")
             return
-        if world.now - self.draining[name] > self.spec.max_graceful_termination:
-            self.draining.pop(name, None)
-            node = state.nodes[name]
-            world.set_taints(name, tuple(t for t in node.taints if t.key != TO_BE_DELETED))
-            world.rec.event(world.now, "scale_down_failed", node=name)
+        elapsed = world.now - self.draining[name]
+        if refused:
+            if elapsed + EVICTION_RETRY < MAX_POD_EVICTION_TIME:
+                world.loop.after(EVICTION_RETRY, Phase.AUTOSCALER, lambda: self._drain_step(name))
+                return
+            self._drain_failed(name)
             return
-        world.loop.after(DRAIN_RETRY, Phase.AUTOSCALER, lambda: self._drain_step(name))
+        if elapsed > self.spec.max_graceful_termination + POD_EVICTION_HEADROOM:
+            self._drain_failed(name)
+            return
+        world.loop.after(TERMINATION_POLL, Phase.AUTOSCALER, lambda: self._drain_step(name))
+
+    def _drain_failed(self, name: str) -> None:
+        world = self.world
+        self.draining.pop(name, None)
+        self.last_scale_down_failure = world.now
+        node = world.state.nodes[name]
+        world.set_taints(name, tuple(t for t in node.taints if t.key != TO_BE_DELETED))
+        world.rec.event(world.now, "scale_down_failed", node=name)
+
+
+def all_pods_are_new(pods: list[Pod], now: float) -> bool:
+    """The autoscaler's wait for more pods (core/static_autoscaler.go, allPodsAreNew): while the oldest
+    pod it would help was created less than 2 s ago, or the oldest of them that asks for a GPU less
+    than 30 s ago. By creation time, over the whole set: one new GPU pod holds the others too."""
+    if not pods:
+        return False
+    if now - min(p.created_at for p in pods) < NEW_POD_BUFFER:
+        return True
+    gpu = [p.created_at for p in pods if p.spec.requests.requests_gpu()]
+    return bool(gpu) and now - min(gpu) < NEW_GPU_POD_BUFFER
 
 
 def _by_spec(pods: list[Pod]) -> list[list[Pod]]:
