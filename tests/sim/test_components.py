@@ -290,3 +290,21 @@ def test_a_drain_refused_for_two_minutes_fails_and_untaints_the_node() -> None:
     downs = kinds(r, "scale_down")
     assert fails and downs and fails[0]["t"] - downs[0]["t"] == pytest.approx(120.0, abs=10.0)
     assert all(t.key != "ToBeDeletedByClusterAutoscaler" for t in sim.world.state.nodes["cpu-0"].taints)
+
+
+def test_scoring_spreads_replicas_and_balances_resources_as_the_default_profile() -> None:
+    """kube-scheduler's default profile also scores NodeResourcesBalancedAllocation and
+    PodTopologySpread (system default: replicas spread over hostnames). Two new replicas go to the
+    fuller node that holds none of them, as kube-scheduler 1.36 placed them on the real control plane
+    (seed-3 none: two iris replicas drained from gpu-0 land on the new GPU node)."""
+    s = scenario(
+        [group("a", initial=1, max=1), group("b", initial=1, max=1)],
+        [
+            workload("api", 5, cpu="400m", mem="1Gi", placement={"a-0": 5}),
+            workload("big", 1, cpu="3", mem="12Gi", placement={"b-0": 1}),
+        ],
+        events=[{"at": "1m", "scale": {"workload": "api", "replicas": 7}}],
+    )
+    sim, _ = run(s, until=120)
+    on = [p.node for p in sim.world.pods_of["api"].values()]
+    assert on.count("b-0") == 2 and on.count("a-0") == 5

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import numpy.typing as npt
 
 from makeroom.model import Pod
 from makeroom.model.resources import CPU, MEMORY
@@ -18,6 +21,8 @@ class Scheduler:
         self.preemption = preemption
         self.most_allocated = scoring == "MostAllocated"
         self._queued = False
+        # Per workload, its running pods per node slot, for PodTopologySpread; valid within one pass.
+        self._spread_counts: dict[str, npt.NDArray[np.int64]] = {}
         world.on_change.append(self.wake)
 
     def wake(self) -> None:
@@ -27,6 +32,7 @@ class Scheduler:
 
     def run_pass(self) -> None:
         self._queued = False
+        self._spread_counts.clear()
         world = self.world
         queue = sorted(world.pending.values(), key=lambda p: (-p.priority, p.created_at, p.seq))
         # Room only shrinks during a pass, so a spec that did not fit will not fit later in it.
@@ -40,6 +46,9 @@ class Scheduler:
                 node = self.select_node(pod)
                 if node is not None:
                     world.bind(pod, node)
+                    counts = self._spread_counts.get(pod.workload or "")
+                    if counts is not None:
+                        counts[world.state.slot_of[node]] += 1
                     continue
                 no_fit.add(sig)
             if pod.unschedulable_since is None:
@@ -62,25 +71,54 @@ class Scheduler:
         return self.best(pod, mask)
 
     def best(self, pod: Pod, mask: Mask) -> str:
-        """NodeResourcesFit scoring over cpu and memory, in integers as kube-scheduler scores; ties
-        go to the oldest node so that a run is reproducible."""
+        """The default profile's scores that differ between nodes for these pods, in integers as
+        kube-scheduler computes them: NodeResourcesFit (weight 1) and NodeResourcesBalancedAllocation
+        (1) over cpu and memory, and PodTopologySpread (2) with its system default constraint (at most
+        a skew of 3 per hostname, ScheduleAnyway: a workload's replicas spread over nodes). Ties go to
+        the oldest node so that a run is reproducible (kube-scheduler picks one at random)."""
         state = self.world.state
         cols = [state.index.position(CPU), state.index.position(MEMORY)]
         alloc = state.alloc[:, cols]
         used = state.used[:, cols] + state.requests_of(pod.spec)[cols]
         safe = np.where(alloc > 0, alloc, 1)
         part = np.where(alloc > 0, (used if self.most_allocated else alloc - used) * 100 // safe, 0)
-        score = np.where(mask, part.sum(axis=1) // len(cols), -1)
+        fit = part.sum(axis=1) // len(cols)
+        share = np.minimum(np.where(alloc > 0, used / safe, 0.0), 1.0)
+        balanced = ((1.0 - np.abs(share[:, 0] - share[:, 1]) / 2) * 100).astype(np.int64)
+        score = np.where(mask, fit + balanced + 2 * self.spread(pod, mask), -1)
         top = np.flatnonzero(score == score.max())
         oldest = state.node_at[int(top[np.argmin(state.order[top])])]
         assert oldest is not None
         return oldest.name
+
+    def spread(self, pod: Pod, mask: Mask) -> npt.NDArray[np.int64]:
+        """PodTopologySpread's normalised score (0-100) for the system default hostname constraint:
+        fewer running replicas of the pod's workload on a node score higher. A pod without a
+        controller has no default constraint (0 everywhere). The zone constraint is left out: the
+        nodes carry no zone label."""
+        state = self.world.state
+        if pod.workload is None:
+            return np.zeros(len(mask), dtype=np.int64)
+        counts = self._spread_counts.get(pod.workload)
+        if counts is None:
+            counts = np.zeros(len(mask), dtype=np.int64)
+            for other in self.world.pods_of.get(pod.workload, {}).values():
+                if other.node is not None and not other.terminating and other.node in state.slot_of:
+                    counts[state.slot_of[other.node]] += 1
+            self._spread_counts[pod.workload] = counts
+        weight = math.log(int(mask.sum()) + 2)
+        raw = np.round(counts * weight + 2).astype(np.int64)  # + maxSkew - 1
+        lo, hi = int(raw[mask].min()), int(raw[mask].max())
+        if hi == 0:
+            return np.full(len(mask), 100, dtype=np.int64)
+        return np.asarray(100 * (hi + lo - raw) // hi, dtype=np.int64)
 
     def preempt(self, pod: Pod) -> bool:
         world = self.world
         choice = find_preemption(world.state, pod, world.disruptions_allowed)
         if choice is None:
             return False
+        self._spread_counts.clear()
         for victim in choice.victims:
             world.count_eviction(victim)
             world.rec.event(world.now, "preempted_by", pod=victim.name, preemptor=pod.name, node=choice.node)
