@@ -30,6 +30,7 @@ from .cluster import (
 )
 
 WORKLOAD_LABEL = "makeroom.io/workload"
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 STANDARD_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods"}
 STRATEGIES = ("none", "preemption", "evict", "migrate")
 
@@ -333,9 +334,9 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
     """The kwok cloud provider's config and node templates (one template node per group).
 
     The harness creates the initial nodes itself (`<group>-<n>`, as the spec names them) with the
-    provider's markers (cluster.node_manifest); the templates carry no desired-count, so the provider
-    creates no node at start, and it sizes each group by counting its nodes. Nodes the autoscaler adds
-    are named `<group>-<5 random characters>` by the provider.
+    provider's markers (cluster.node_manifest), before the autoscaler starts; the provider sizes each
+    group by counting its nodes at every refresh, and creates nodes only when the autoscaler scales up.
+    Nodes the autoscaler adds are named `<group>-<5 random characters>` by the provider.
     """
     templates = []
     gpu_types: set[str] = set()
@@ -350,10 +351,21 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
                 PROVISION_DELAY_ANNOTATION: _dur_annotation(g.provision_time_s * scale),
                 "cluster-autoscaler.kwok.nodegroup/min-count": str(g.min),
                 "cluster-autoscaler.kwok.nodegroup/max-count": str(g.max),
+                # Read only until the provider's first refresh, which counts the group's nodes; it
+                # must lie within [min, max] (a missing one means 0, refused when min > 0).
+                "cluster-autoscaler.kwok.nodegroup/desired-count": str(max(g.min, min(g.initial, g.max))),
             },
         )
         # Every node made from a template would carry its hostname label: leave it out.
         node["metadata"]["labels"].pop("kubernetes.io/hostname", None)
+        # A new node registers as a kubelet does: NotReady and tainted not-ready:NoSchedule, so that
+        # nothing is bound to it before KWOK makes it Ready after the provision delay; the node
+        # lifecycle controller then lifts the taint. The autoscaler drops such condition taints from
+        # its templates.
+        node["spec"]["taints"] = [*node["spec"].get("taints", []), NOT_READY_TAINT]
+        node["status"]["conditions"] = [
+            {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "provisioning"}
+        ]
         gpu = node["metadata"]["labels"].get(GPU_LABEL)
         if gpu:
             gpu_types.add(gpu)

@@ -120,11 +120,19 @@ def test_kwok_provider_templates_carry_group_bounds_and_provision_delay() -> Non
     ann = templates[0]["metadata"]["annotations"]
     assert ann["cluster-autoscaler.kwok.nodegroup/max-count"] == "2"
     assert ann["cluster-autoscaler.kwok.nodegroup/min-count"] == "0"
-    assert "cluster-autoscaler.kwok.nodegroup/desired-count" not in ann, "the provider must create no node"
+    assert ann["cluster-autoscaler.kwok.nodegroup/desired-count"] == "1", "within [min, max], else refused"
     assert ann["makeroom.io/provision-delay"] == "24000ms"
     labels = templates[0]["metadata"]["labels"]
     assert labels["makeroom.io/group"] == "gpu" and labels["makeroom.io/gpu"] == "nvidia.com-gpu"
     assert "kubernetes.io/hostname" not in labels, "every node made from it would share the hostname"
+    # Nothing may be bound to a new node before its provision delay is over.
+    assert {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"} in templates[0]["spec"]["taints"]
+    assert templates[0]["status"]["conditions"][0] == {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "provisioning",
+    }
     config = yaml.safe_load(cms[0]["data"]["config"])
     assert config["nodes"]["skipTaint"] is True, "scenario pods do not tolerate kwok-provider:NoSchedule"
     assert config["nodegroups"] == {"fromNodeLabelKey": "makeroom.io/group"}

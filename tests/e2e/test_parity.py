@@ -34,6 +34,7 @@ def test_seed_ends_on_the_real_components_as_in_the_simulator(
     case = run_case(cp, seed, strategy, tmp_path)
     print(_report(case))
     real, sim = case.real, case.simulator
+    assert real.extra["settled"], "the real world was still changing: " + _report(case)
     assert case.differences() == {}, _report(case)
 
     # The claims by name, on the real run.
