@@ -133,6 +133,15 @@ def run_cmd(
     autoscaler_namespace: Annotated[
         str, typer.Option("--autoscaler-namespace", help="Namespace of cluster-autoscaler-status.")
     ] = "kube-system",
+    autoscaler_expander: Annotated[
+        str,
+        typer.Option(
+            "--autoscaler-expander",
+            help="The cluster-autoscaler's --expander (first of a chain). Only with priority (its "
+            "priorities in the groups' order) do moved replicas wait for a new node where a group the "
+            "pending pod could use might grow instead.",
+        ),
+    ] = "least-waste",
     qps: Annotated[float, typer.Option("--qps", help="Client rate limit: requests per second.")] = 20.0,
     burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = 30,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
@@ -156,6 +165,7 @@ def run_cmd(
         consolidation_max_moves=consolidation_max_moves,
         consolidation_window=_seconds("--consolidation-window", consolidation_window),
         consolidation_wait=_seconds("--consolidation-wait", consolidation_wait),
+        autoscaler_expander=autoscaler_expander.split(",")[0].strip(),
     )
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))

@@ -68,6 +68,7 @@ def controller_config(scenario: Scenario, strategy: str, consolidate: bool | Non
         consolidation_max_moves=c.consolidation.max_moves,
         consolidation_window=c.consolidation.window,
         consolidation_wait=c.consolidation.wait,
+        autoscaler_expander=scenario.spec.autoscaler.expander,
     )
 
 

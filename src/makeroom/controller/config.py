@@ -22,6 +22,11 @@ class ControllerConfig:
     backoff: float = 2.0
     """First wait after a refused eviction or a failed call; doubles up to ``max_backoff``."""
     max_backoff: float = 30.0
+    autoscaler_expander: str = "least-waste"
+    """The cluster-autoscaler's ``--expander`` (its default: least-waste). With ``priority`` (groups
+    in preference order) a moved replica may wait for a new node of a cheaper group even where a
+    group the pending pod could use might also grow; with any other, the planner does not count on
+    it (docs/controller.md, "Moved replicas and the autoscaler's expander")."""
     consolidation: bool = True
     """Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove the node
     for less than it costs (cortex issue 1965). Only when no pod waits to be scheduled."""

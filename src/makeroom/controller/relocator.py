@@ -54,6 +54,7 @@ class Relocations:
                 max_moves_in_flight=config.max_moves_in_flight,
                 skip=skip,
                 recently_moved=self.s.cooling(state, now),
+                expander=config.autoscaler_expander,
             ),
         )
         moves: dict[str, list[Move]] = defaultdict(list)

@@ -204,7 +204,11 @@ class Runner:
         result = plan(
             state,
             Policy(
-                now=time.time(), cooldown=cfg.cooldown, max_moves_in_flight=cfg.max_moves_in_flight, skip=skip
+                now=time.time(),
+                cooldown=cfg.cooldown,
+                max_moves_in_flight=cfg.max_moves_in_flight,
+                skip=skip,
+                expander=cfg.autoscaler_expander,
             ),
         )
         summary = plan_summary(result)

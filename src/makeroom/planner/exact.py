@@ -142,6 +142,8 @@ def cheapest_destinations(
         for g in growable:
             if not planner.admits(v.spec, g) or sizes[g] >= state.groups[g].max:
                 continue
+            if planner.autoscaler_may_grow_instead(v.spec, r, g, p_groups, sizes):
+                continue
             index = sum(1 for nn in nodes if nn.group == g)
             nodes.append(NewNode(g, index, planner.template(g) - r, True))
             sizes[g] += 1

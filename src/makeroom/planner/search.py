@@ -244,6 +244,24 @@ class Planner:
             self._admits[key] = ok
         return ok
 
+    def autoscaler_may_grow_instead(
+        self, spec: PodSpec, r: Vector, group: str, p_groups: Iterable[str], sizes: dict[str, int]
+    ) -> bool:
+        """Whether the autoscaler, asked for a node for a moved pod, might grow a group P could use
+        instead of ``group``: the replacement waits unschedulable like any pod, and the autoscaler's
+        expander, not the plan, picks the group. Only the ``priority`` expander is foreseeable (groups
+        in preference order); least-waste ties at random (a CPU and a GPU group of one shape waste the
+        same) and weighs whatever pods wait at that moment, so with it (and with price or random) any
+        group P could use that takes the pod and may grow rules the new node out."""
+        for h in p_groups:
+            if sizes[h] >= self.state.groups[h].max or not self.admits(spec, h):
+                continue
+            if not np.all(self.template(h) >= r):
+                continue
+            if self.policy.expander != "priority" or self.group_rank[h] < self.group_rank[group]:
+                return True
+        return False
+
     def can_grow(self, group: str) -> bool:
         return self.group_size[group] < self.state.groups[group].max
 
@@ -602,7 +620,10 @@ class Planner:
                 groups = [
                     g
                     for g in self.state.groups
-                    if g not in p_groups and self.admits(v.spec, g) and sizes[g] < self.state.groups[g].max
+                    if g not in p_groups
+                    and self.admits(v.spec, g)
+                    and sizes[g] < self.state.groups[g].max
+                    and not self.autoscaler_may_grow_instead(v.spec, r, g, p_groups, sizes)
                 ]
                 if not groups:
                     return None

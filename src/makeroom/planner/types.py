@@ -117,6 +117,7 @@ class Policy:
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
     recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
     exact_step_limit: int = 2_000_000  # exact mode: search steps per pending pod before giving up
+    expander: str = "least-waste"  # the cluster-autoscaler's --expander (first of a chain)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,77 @@
+"""Issue 10, item 4: moved replicas never grow the group the pending pod needs.
+
+A moved replica that waits for a new node is helped by the cluster-autoscaler like any pending pod,
+and its expander, not makeroom's plan, picks the group. In seed-2 with a GPU group that may grow, a CPU
+group and a GPU group of one shape waste the same for an iris replica, and least-waste (the default)
+breaks the tie at random: the autoscaler could buy a GPU node for a moved replica. The planner counts
+on a new node for moved replicas only when the expander is priority with their group first; otherwise
+it does not relocate for the pod at all (then the autoscaler buys the pending pod's node, as without
+makeroom).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from makeroom.cli.wiring import build
+from makeroom.examples import __file__ as _examples
+from makeroom.planner import PlacementReason, Policy, plan
+from makeroom.scenario import load_scenario
+from makeroom.sim import Options, Simulation
+
+SEEDS = range(6)
+SEED_2 = Path(_examples).parent / "seed-2-wait-for-cpu-node.yaml"
+
+
+def _seed2_gpu_may_grow(tmp_path: Path, expander: str) -> Path:
+    data: dict[str, Any] = yaml.safe_load(SEED_2.read_text())
+    data["node_groups"][1]["max"] = 2
+    data["autoscaler"] = {"expander": expander}
+    path = tmp_path / f"seed-2-gpu-may-grow-{expander}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _state_when_text_generator_waits(path: Path) -> Any:
+    sim = Simulation(load_scenario(path), Options(strategy="none", keep_events=False, keep_samples=False))
+    sim.run(until=61)
+    return sim.world.state
+
+
+@pytest.mark.parametrize(
+    ("expander", "relocates"), [("least-waste", False), ("random", False), ("priority", True)]
+)
+def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_priority_expander(
+    tmp_path: Path, expander: str, relocates: bool
+) -> None:
+    state = _state_when_text_generator_waits(_seed2_gpu_may_grow(tmp_path, expander))
+    result = plan(state, Policy(expander=expander))
+    (placement,) = result.placements
+    if relocates:
+        assert placement.reason is PlacementReason.RELOCATION and placement.node == "gpu-0"
+        assert {m.to_new_node_group for m in result.moves} == {"cpu"}
+    else:
+        # What the autoscaler would buy for it anyway: nothing is moved.
+        assert placement.reason is not PlacementReason.RELOCATION and not result.moves
+        assert placement.new_node_group == "gpu"
+
+
+@pytest.mark.parametrize("strategy", ["evict", "migrate"])
+@pytest.mark.parametrize("expander", ["least-waste", "priority"])
+def test_moved_replicas_never_grow_the_gpu_group(tmp_path: Path, expander: str, strategy: str) -> None:
+    path = _seed2_gpu_may_grow(tmp_path, expander)
+    for seed in SEEDS:  # least-waste's ties are broken by the seeded random choice
+        sim = build(load_scenario(path), strategy, seed=seed)
+        result = sim.run().data
+        gpu_scale_ups = [e for e in result["events"] if e["kind"] == "scale_up" and e["group"] == "gpu"]
+        for e in gpu_scale_ups:
+            assert e["pods"] == ["text-generator-0"], f"seed {seed}: a GPU node for {e['pods']}"
+        tg = [p["node"] for p in result["pods"] if p["workload"] == "text-generator"]
+        if expander == "priority":
+            assert not gpu_scale_ups and tg == ["gpu-0"], f"seed {seed}: relocated onto gpu-0"
+        else:
+            assert len(gpu_scale_ups) == 1 and tg == ["gpu-1"], f"seed {seed}: as without makeroom"
