@@ -21,8 +21,11 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .cluster import GPU_RESOURCES, GROUP_LABEL, ControlPlane
 from .makeroom_run import (
@@ -145,12 +148,14 @@ class Watcher:
     low: dict[str, int] = field(default_factory=dict)
     peak: dict[str, int] = field(default_factory=dict)  # group -> most nodes at once
     last_change: float = 0.0  # real monotonic time
+    last_change_wall: float = 0.0  # the same instant, wall clock (the autoscaler's status uses it)
     _signature: Any = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> Watcher:
         self.last_change = time.monotonic()
+        self.last_change_wall = time.time()
         self._thread = threading.Thread(target=self._run, name="parity-watcher", daemon=True)
         self._thread.start()
         return self
@@ -203,6 +208,7 @@ class Watcher:
         if sig != self._signature:
             self._signature = sig
             self.last_change = time.monotonic()
+            self.last_change_wall = time.time()
 
 
 def _slug(s: str) -> str:
@@ -276,19 +282,38 @@ def final_replicas(sc: Scenario) -> dict[str, int]:
     return out
 
 
+def no_scale_down_candidates_since(cp: ControlPlane, wall: float) -> bool:
+    """The autoscaler's own status, written after `wall`: no node is a scale-down candidate."""
+    with contextlib.suppress(Exception):
+        cm = cp.core.read_namespaced_config_map("cluster-autoscaler-status", "kube-system")
+        status = yaml.safe_load(cm.data["status"])
+        down = status["clusterWide"]["scaleDown"]
+        probed = datetime.fromisoformat(str(down["lastProbeTime"]).replace("Z", "+00:00")).timestamp()
+        return bool(down.get("status") == "NoCandidates" and probed > wall)
+    return False
+
+
 def settled(ls: LoadedScenario, watcher: Watcher, sim_last_s: float) -> bool:
-    """Nothing more can happen: events applied, past the simulator's last event, quiet since the
-    last change for as long as the autoscaler's scale-down needs, and every waiting pod old enough
-    that the autoscaler has had its chance at it."""
+    """Nothing more can happen: events applied, past the simulator's last event, every waiting pod
+    old enough that the autoscaler has had its chance at it, and quiet since the last change for as
+    long as the autoscaler's scale-down needs (unneeded time, delay after a scale-up). That wait is
+    cut short only when no node was added and the autoscaler's status, written well after the last
+    change, says it has no scale-down candidate."""
     if not ls.events_done():
         return False
     s = ls.cp.autoscaler_settings
     now = time.monotonic()
     if ls.scenario_time() < sim_last_s + 30:
         return False
-    quiet_for = max(s.scale_down_unneeded_time_s, s.scale_down_delay_after_add_s) + 3 * s.scan_interval_s
-    if now - watcher.last_change < quiet_for:
+    scans = 3 * s.scan_interval_s
+    if now - watcher.last_change < scans:
         return False
+    full = max(s.scale_down_unneeded_time_s, s.scale_down_delay_after_add_s) + scans
+    if now - watcher.last_change < full:
+        if any(ls.nodes_added().values()):
+            return False
+        if not no_scale_down_candidates_since(ls.cp, watcher.last_change_wall + 2 * s.scan_interval_s):
+            return False
     for p in ls.pods():
         if p.spec.node_name or p.metadata.deletion_timestamp is not None:
             continue
@@ -312,15 +337,24 @@ def _scaled_run_args(scale: float) -> list[str]:
 
 
 @contextlib.contextmanager
-def _makeroom(
-    cp: ControlPlane, strategy: str, groups: Path, tmp: Path, scale: float
+def makeroom_for(
+    cp: ControlPlane, strategy: str, groups: Path, tmp: Path, scale: float, expander: str = "least-waste"
 ) -> Iterator[Makeroom | None]:
-    """`makeroom run` as the Helm chart's ServiceAccount for evict and migrate; nothing otherwise."""
+    """`makeroom run` as the Helm chart's ServiceAccount for evict and migrate (told the autoscaler's
+    expander, its timers scaled); nothing otherwise."""
     if strategy not in ("evict", "migrate"):
         yield None
         return
     with installed_chart(cp) as inst:
-        args = run_args(cp, inst, groups, strategy=strategy, identity="parity", interval=2 * scale)
+        args = run_args(
+            cp,
+            inst,
+            groups,
+            strategy=strategy,
+            identity="parity",
+            interval=2 * scale,
+            extra=(f"--autoscaler-expander={expander}",),
+        )
         mr = Makeroom([*args, *_scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start()
         try:
             yield mr
@@ -338,7 +372,8 @@ def run_case(cp: ControlPlane, seed: int, strategy: str, tmp: Path, scale: float
     sc = read_scenario(scenario)
     sim = sim_outcome(sc, simulate(scenario, strategy))
     t0 = time.monotonic()
-    with _makeroom(cp, strategy, groups, tmp, scale) as mr:
+    expander = str(sc.autoscaler.get("expander", "least-waste"))
+    with makeroom_for(cp, strategy, groups, tmp, scale, expander) as mr:
         ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale)
         watcher = Watcher(ls, raised_at(sc)).start()
         try:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 from makeroom_e2e import ControlPlane, read_scenario
+from makeroom_e2e.binaries import cache_root
 from makeroom_e2e.makeroom_run import seed_file
-from makeroom_e2e.parity import SEEDS, STRATEGIES, Case, run_case, table
+from makeroom_e2e.parity import SEEDS, STRATEGIES, Case, run_case, table, to_json
 
 pytestmark = pytest.mark.e2e
 
@@ -33,6 +34,10 @@ def test_seed_ends_on_the_real_components_as_in_the_simulator(
 ) -> None:
     case = run_case(cp, seed, strategy, tmp_path)
     print(_report(case))
+    # Each case's row and data also go to the cache's logs (the table of e2e/README.md is made of them).
+    out = cache_root() / "logs" / "parity"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"seed-{seed}-{strategy}.json").write_text(json.dumps(to_json([case]), indent=1, default=str))
     real, sim = case.real, case.simulator
     assert real.extra["settled"], "the real world was still changing: " + _report(case)
     assert case.differences() == {}, _report(case)
