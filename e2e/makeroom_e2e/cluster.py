@@ -42,6 +42,7 @@ GPU_RESOURCES = (
     "microsoft.com/directx",
 )
 PRIORITY_EXPANDER_CONFIGMAP = "cluster-autoscaler-priority-expander"
+STATUS_CONFIGMAP = "cluster-autoscaler-status"
 KWOK_VERSION = "v0.8.0"
 
 
@@ -301,6 +302,11 @@ class ControlPlane:
             # On SIGTERM it deletes its status ConfigMap and, through the kwok provider's Cleanup, the
             # nodes of its groups; give it the time to finish.
             self.processes.pop("cluster-autoscaler").stop(grace=15.0)
+        # Its loop may write the status once more while its signal handler cleans up: a status left
+        # from one scenario must never be read (by makeroom run) as the next one's groups.
+        k = _kube_client()
+        with contextlib.suppress(k.client.ApiException):
+            self.core.delete_namespaced_config_map(STATUS_CONFIGMAP, "kube-system")
         if settings is None:
             return
         self.autoscaler_settings = settings

@@ -75,3 +75,22 @@ def test_moved_replicas_never_grow_the_gpu_group(tmp_path: Path, expander: str, 
             assert not gpu_scale_ups and tg == ["gpu-0"], f"seed {seed}: relocated onto gpu-0"
         else:
             assert len(gpu_scale_ups) == 1 and tg == ["gpu-1"], f"seed {seed}: as without makeroom"
+
+
+def test_a_node_coming_up_tainted_not_ready_still_takes_the_pending_pod(tmp_path: Path) -> None:
+    """On the real control plane makeroom waited (least-waste), the autoscaler bought text-generator's
+    GPU node after its 30 s wait, and then makeroom relocated anyway: the new node registers tainted
+    node.kubernetes.io/not-ready, as a kubelet does, and the planner took it for a node the pod may
+    not use. Condition taints of a node coming up do not count."""
+    from makeroom.model import Taint, TaintEffect
+
+    sim = Simulation(
+        load_scenario(_seed2_gpu_may_grow(tmp_path, "priority")),
+        Options(strategy="none", keep_events=False, keep_samples=False),
+    )
+    sim.run(until=95)  # the autoscaler bought gpu-1 for text-generator at 90 s; it is coming up
+    assert "gpu-1" in sim.world.state.nodes and not sim.world.state.nodes["gpu-1"].ready
+    sim.world.set_taints("gpu-1", (Taint("node.kubernetes.io/not-ready", "", TaintEffect.NO_SCHEDULE),))
+    result = plan(sim.world.state, Policy(expander="priority"))
+    (placement,) = result.placements
+    assert placement.node == "gpu-1" and not result.moves

@@ -273,7 +273,11 @@ class Planner:
                 for slot in np.flatnonzero(self.upcoming):
                     node = self.state.node_at[int(slot)]
                     assert node is not None
-                    mask[slot] = not node.unschedulable and label_fit(spec, node.labels, node.taints) is None
+                    # A node still coming up carries the taints of its conditions (a kubelet
+                    # registers tainted not-ready); they go when it is Ready, so, as the autoscaler
+                    # does for its templates, they do not count.
+                    taints = tuple(t for t in node.taints if t.key not in NODE_CONDITION_TAINTS)
+                    mask[slot] = not node.unschedulable and label_fit(spec, node.labels, taints) is None
             self._upcoming_mask[spec] = mask
         return mask
 
@@ -697,6 +701,18 @@ class Planner:
                 detail=f"{count} lower-priority pod(s) move off {node_name}, {landing}; {versus}",
             )
         )
+
+
+NODE_CONDITION_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/network-unavailable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
+"""Taints that stand for a node's conditions while it comes up (the autoscaler's NodeConditionTaints
+that a starting node has): not counted on a node being provisioned."""
 
 
 def wants_room(pod: Pod) -> bool:
