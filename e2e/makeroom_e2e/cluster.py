@@ -26,7 +26,8 @@ from .procs import ComponentDiedError, Process, free_port, install_signal_handle
 GROUP_LABEL = "makeroom.io/group"
 E2E_LABEL = "makeroom.io/e2e"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-PROVISION_DELAY_ANNOTATION = "makeroom.io/provision-delay"
+# The harness's own (not makeroom's: makeroom must leave no makeroom.io/ key behind, and tests check it).
+PROVISION_DELAY_ANNOTATION = "e2e.makeroom.io/provision-delay"
 # The kwok cloud provider's markers: it manages a node only when spec.providerID starts with "kwok",
 # counts it in the group its annotation names, and deletes only nodes annotated kwok.x-k8s.io/node=fake.
 PROVIDER_ID_PREFIX = "kwok:"

@@ -19,7 +19,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -296,7 +296,8 @@ def no_scale_down_candidates_since(cp: ControlPlane, wall: float) -> bool:
 def settled(ls: LoadedScenario, watcher: Watcher, sim_last_s: float) -> bool:
     """Nothing more can happen: events applied, past the simulator's last event, every waiting pod
     old enough that the autoscaler has had its chance at it, and quiet since the last change for as
-    long as the autoscaler's scale-down needs (unneeded time, delay after a scale-up). That wait is
+    long as the autoscaler's scale-down needs (unneeded time or delay after a scale-up, plus its
+    recheck of a node found unremovable, plus a few loops). That wait is
     cut short only when no node was added and the autoscaler's status, written well after the last
     change, says it has no scale-down candidate."""
     if not ls.events_done():
@@ -308,7 +309,14 @@ def settled(ls: LoadedScenario, watcher: Watcher, sim_last_s: float) -> bool:
     scans = 3 * s.scan_interval_s
     if now - watcher.last_change < scans:
         return False
-    full = max(s.scale_down_unneeded_time_s, s.scale_down_delay_after_add_s) + scans
+    # The autoscaler rechecks a node it found unremovable only after --unremovable-node-recheck-timeout,
+    # and acts in the loop after the unneeded time ends: both come on top.
+    full = (
+        max(s.scale_down_unneeded_time_s, s.scale_down_delay_after_add_s)
+        + s.unremovable_node_recheck_timeout_s
+        + 2 * scans
+        + 5.0
+    )
     if now - watcher.last_change < full:
         if any(ls.nodes_added().values()):
             return False
@@ -339,13 +347,17 @@ def _scaled_run_args(scale: float) -> list[str]:
 @contextlib.contextmanager
 def makeroom_for(
     cp: ControlPlane, strategy: str, groups: Path, tmp: Path, scale: float, expander: str = "least-waste"
-) -> Iterator[Makeroom | None]:
-    """`makeroom run` as the Helm chart's ServiceAccount for evict and migrate (told the autoscaler's
-    expander, its timers scaled); nothing otherwise."""
+) -> Iterator[Callable[[], Makeroom | None]]:
+    """For evict and migrate, the chart installed and a function that starts `makeroom run` as its
+    ServiceAccount (told the autoscaler's expander, its timers scaled); call it once the scenario is
+    loaded, so that makeroom never sees the harness's initial placement. For none and preemption the
+    function starts nothing."""
     if strategy not in ("evict", "migrate"):
-        yield None
+        yield lambda: None
         return
-    with installed_chart(cp) as inst:
+    started: list[Makeroom] = []
+
+    def launch() -> Makeroom:
         args = run_args(
             cp,
             inst,
@@ -355,11 +367,15 @@ def makeroom_for(
             interval=2 * scale,
             extra=(f"--autoscaler-expander={expander}",),
         )
-        mr = Makeroom([*args, *_scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start()
+        started.append(Makeroom([*args, *_scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start())
+        return started[-1]
+
+    with installed_chart(cp) as inst:
         try:
-            yield mr
+            yield launch
         finally:
-            mr.stop()
+            for mr in started:
+                mr.stop()
 
 
 def run_case(cp: ControlPlane, seed: int, strategy: str, tmp: Path, scale: float = TIME_SCALE) -> Case:
@@ -373,8 +389,9 @@ def run_case(cp: ControlPlane, seed: int, strategy: str, tmp: Path, scale: float
     sim = sim_outcome(sc, simulate(scenario, strategy))
     t0 = time.monotonic()
     expander = str(sc.autoscaler.get("expander", "least-waste"))
-    with makeroom_for(cp, strategy, groups, tmp, scale, expander) as mr:
+    with makeroom_for(cp, strategy, groups, tmp, scale, expander) as launch:
         ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale)
+        mr = launch()
         watcher = Watcher(ls, raised_at(sc)).start()
         try:
             ls.wait_events_applied()

@@ -4,7 +4,7 @@ The Stage files are read at run time from the kwok module that e2e/build.sh down
 cache under the e2e cache root), never copied into this repository:
 - node: `node/fast/node-initialize.yaml` and `node/heartbeat-with-lease/node-heartbeat-with-lease.yaml`;
 - pod: every file of `pod/general/` (create, init containers, ready, complete, delete).
-The one change: node-initialize gets a delay read from the node annotation makeroom.io/provision-delay,
+The one change: node-initialize gets a delay read from the node annotation e2e.makeroom.io/provision-delay,
 so that a node the autoscaler adds becomes Ready after the scenario's (scaled) provision time. Pods
 take their startup delay from upstream's own annotation pod-ready.stage.kwok.x-k8s.io/delay, and are
 removed at their deletionTimestamp (upstream pod-delete), i.e. after their termination grace period.
@@ -50,7 +50,9 @@ def load_stages(binaries: Binaries) -> list[dict[str, Any]]:
         if d.get("kind") == "Stage" and d.get("metadata", {}).get("name") == "node-initialize":
             d["spec"]["delay"] = {
                 "durationMilliseconds": 0,
-                "durationFrom": {"expressionFrom": '.metadata.annotations["makeroom.io/provision-delay"]'},
+                "durationFrom": {
+                    "expressionFrom": '.metadata.annotations["e2e.makeroom.io/provision-delay"]'
+                },
             }
     return [d for d in docs if d.get("kind") == "Stage"]
 

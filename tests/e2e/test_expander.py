@@ -60,9 +60,10 @@ def test_moved_replicas_never_grow_the_gpu_group(
     sim_tg = [p["node"] for p in sim["pods"] if p["workload"] == "text-generator"]
     relocates = gpu_max == 1 or expander == "priority"
     assert (sim_tg == ["gpu-0"]) is relocates, f"the simulator: text-generator on {sim_tg}"
-    with makeroom_for(cp, strategy, groups, tmp_path, TIME_SCALE, expander) as mr:
-        assert mr is not None
+    with makeroom_for(cp, strategy, groups, tmp_path, TIME_SCALE, expander) as launch:
         ls = cp.load_scenario(scenario, strategy=strategy, time_scale=TIME_SCALE)
+        mr = launch()
+        assert mr is not None
         try:
             ls.wait_events_applied()
             cp.wait_for(

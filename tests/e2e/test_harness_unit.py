@@ -121,7 +121,7 @@ def test_kwok_provider_templates_carry_group_bounds_and_provision_delay() -> Non
     assert ann["cluster-autoscaler.kwok.nodegroup/max-count"] == "2"
     assert ann["cluster-autoscaler.kwok.nodegroup/min-count"] == "0"
     assert ann["cluster-autoscaler.kwok.nodegroup/desired-count"] == "1", "within [min, max], else refused"
-    assert ann["makeroom.io/provision-delay"] == "24000ms"
+    assert ann["e2e.makeroom.io/provision-delay"] == "24000ms"
     labels = templates[0]["metadata"]["labels"]
     assert labels["makeroom.io/group"] == "gpu" and labels["makeroom.io/gpu"] == "nvidia.com-gpu"
     assert "kubernetes.io/hostname" not in labels, "every node made from it would share the hostname"
