@@ -133,8 +133,11 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from .parity import SEEDS, STRATEGIES, run_all
+    from .parity import SEEDS, STRATEGIES, run_all, table_from_folder
 
+    if args.table_from:
+        print(table_from_folder(Path(args.table_from)))
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else SEEDS
@@ -170,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     p_parity.add_argument("--seeds", default=None, help="comma-separated seed numbers (default: 1,2,3,4)")
     p_parity.add_argument("--strategies", default=None, help="comma-separated (default: all four)")
     p_parity.add_argument("--time-scale", type=float, default=0.1)
+    p_parity.add_argument(
+        "--table-from", default=None, help="only print the table of the cases kept in this folder (*.json)"
+    )
     args = ap.parse_args(argv)
     try:
         handler = {

@@ -472,6 +472,22 @@ def to_json(cases: list[Case]) -> list[dict[str, Any]]:
     ]
 
 
+def cases_from_json(rows: list[dict[str, Any]]) -> list[Case]:
+    """Cases back from `to_json` (parity.json, or the rows the parity test keeps in the cache)."""
+    return [
+        Case(r["seed"], r["strategy"], Outcome(**r["simulator"]), Outcome(**r["real"]), r["real_seconds"])
+        for r in rows
+    ]
+
+
+def table_from_folder(folder: Path) -> str:
+    """The table of every case kept in `folder` (`*.json`, each a `to_json` list), in seed and
+    strategy order."""
+    cases = [c for f in sorted(folder.glob("*.json")) for c in cases_from_json(json.loads(f.read_text()))]
+    order = {s: i for i, s in enumerate(STRATEGIES)}
+    return table(sorted(cases, key=lambda c: (c.seed, order.get(c.strategy, 9))))
+
+
 def run_all(
     cp: ControlPlane,
     out: Path,
