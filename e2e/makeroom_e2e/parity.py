@@ -204,7 +204,7 @@ class Watcher:
                 self.full_at[name] = now
             if name in self.full_at:
                 self.low[name] = min(self.low.get(name, n), n)
-        sig = (nodes, sorted((p.metadata.name, p.spec.node_name, _ready(p)) for p in pods))
+        sig = (nodes, sorted((p.metadata.name, p.spec.node_name, p.status.phase, _ready(p)) for p in pods))
         if sig != self._signature:
             self._signature = sig
             self.last_change = time.monotonic()
@@ -323,7 +323,11 @@ def settled(ls: LoadedScenario, watcher: Watcher, sim_last_s: float) -> bool:
         if not no_scale_down_candidates_since(ls.cp, watcher.last_change_wall + 2 * s.scan_interval_s):
             return False
     for p in ls.pods():
-        if p.spec.node_name or p.metadata.deletion_timestamp is not None:
+        if p.metadata.deletion_timestamp is not None:
+            return False  # still terminating: it will go
+        if p.spec.node_name:
+            if not _ready(p):
+                return False  # bound and starting: it will be Ready (a change the watch may not see yet)
             continue
         if p.status.nominated_node_name:
             continue
