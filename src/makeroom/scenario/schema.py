@@ -29,6 +29,7 @@ from makeroom.controller.config import (
     default_of,
     range_of,
 )
+from makeroom.model.nodepool import AutoscalerKind, ConsolidationPolicy
 from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
 
 
@@ -85,9 +86,56 @@ class TolerationSpec(Strict):
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
 
 
-class NodeGroupSpec(Strict):
-    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class InstanceTypeSpec(Strict):
+    """Extension (Karpenter): one instance type a pool may launch."""
+
+    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")]
     capacity: dict[str, Quantity]
+    price_per_hour: Annotated[float, Field(ge=0)] = 0.0
+    labels: dict[str, str] = {}
+
+
+class RequirementSpec(Strict):
+    """Extension (Karpenter): a NodePool requirement (spec.template.spec.requirements)."""
+
+    key: Annotated[str, Field(min_length=1)]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+def _budget_nodes(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) <= 100:
+        return value
+    raise ValueError(f"expected a whole number of nodes or a percentage such as 10%, got {value!r}")
+
+
+class BudgetSpec(Strict):
+    """Extension (Karpenter): one of spec.disruption.budgets (schedules are not modelled)."""
+
+    nodes: Annotated[int | str, BeforeValidator(_budget_nodes)] = "10%"
+    reasons: list[Literal["Empty", "Underutilized", "Drifted"]] = []
+
+
+def _never_or_duration(value: object) -> float | None:
+    return None if value == "Never" else _duration(value)
+
+
+class DisruptionSpec(Strict):
+    """Extension (Karpenter): a NodePool's spec.disruption; Karpenter's defaults."""
+
+    consolidation_policy: ConsolidationPolicy = ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
+    consolidate_after: Annotated[float | None, BeforeValidator(_never_or_duration)] = 0.0
+    budgets: list[BudgetSpec] = [BudgetSpec()]
+
+
+class NodeGroupSpec(Strict):
+    name: Annotated[str, Field(min_length=1, pattern=_NAME)]
+    capacity: dict[str, Quantity] = {}  # spec v1 requires it; an extension: or instance_types instead
     labels: dict[str, str] = {}
     taints: list[TaintSpec] = []
     min: NonNegative = 0
@@ -95,9 +143,24 @@ class NodeGroupSpec(Strict):
     initial: NonNegative = 0
     price_per_hour: Annotated[float, Field(ge=0)] = 0.0
     provision_time: Duration = 120.0
+    # Extensions: what a Karpenter NodePool says besides (the cluster-autoscaler reads none of them)
+    weight: Annotated[int, Field(ge=1, le=100, strict=True)] | None = None
+    limits: dict[str, Quantity] = {}
+    instance_types: list[InstanceTypeSpec] = []
+    requirements: list[RequirementSpec] = []
+    disruption: DisruptionSpec = DisruptionSpec()
+
+
+class KarpenterSpec(Strict):
+    """Extension: the settings of Karpenter's controller (its flags), Karpenter's defaults."""
+
+    batch_idle_duration: Annotated[Duration, Field(gt=0)] = 1.0
+    batch_max_duration: Annotated[Duration, Field(gt=0)] = 10.0
 
 
 class AutoscalerSpec(Strict):
+    kind: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER  # extension: which autoscaler runs
+    karpenter: KarpenterSpec = KarpenterSpec()  # extension: read when kind is karpenter
     enabled: bool = True
     scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
     expander: Expander = Expander.LEAST_WASTE

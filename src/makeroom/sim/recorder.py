@@ -42,10 +42,19 @@ class GroupTrack:
     removed: int = 0
     node_seconds: float = 0.0
     last_t: float = 0.0
+    # Nodes of a pool priced otherwise than price_per_hour (by their instance type): the sum of their
+    # differences, and its integral over time. Zero for a group of identical nodes.
+    extra_price_per_hour: float = 0.0
+    extra_price_seconds: float = 0.0
 
     def advance(self, t: float) -> None:
         self.node_seconds += self.nodes * (t - self.last_t)
+        self.extra_price_seconds += self.extra_price_per_hour * (t - self.last_t)
         self.last_t = t
+
+    def cost(self) -> float:
+        """What the group's nodes cost until ``last_t``, in the unit of the prices."""
+        return (self.node_seconds / 3600.0) * self.price_per_hour + self.extra_price_seconds / 3600.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -170,7 +170,7 @@ def summarize(sim: Simulation, horizon: float) -> Result:
             nodes_added=g.added,
             nodes_removed=g.removed,
             node_hours=round(hours, 6),
-            cost=round(hours * g.price_per_hour, 6),
+            cost=round(g.cost(), 6),
         )
     pods = []
     for pod in sorted(world.state.pods.values(), key=lambda p: p.seq):

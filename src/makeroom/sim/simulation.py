@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from makeroom.controller.config import Strategy
+from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario
 from makeroom.scenario.load import to_workload
 from makeroom.scenario.schema import EventSpec
 from makeroom.sim.autoscaler import Autoscaler
 from makeroom.sim.clock import EventLoop, Phase
+from makeroom.sim.karpenter import Karpenter
 from makeroom.sim.recorder import Recorder
 from makeroom.sim.results import Result, summarize
 from makeroom.sim.scheduler import Scheduler
@@ -26,6 +28,7 @@ class Options:
     seed: int = 0
     keep_events: bool = True
     keep_samples: bool = True
+    autoscaler: AutoscalerKind | None = None  # None: the scenario's (autoscaler.kind)
 
 
 class Simulation:
@@ -45,13 +48,21 @@ class Simulation:
         spec = scenario.spec
         preempts = options.strategy == Strategy.PREEMPTION
         self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
-        self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
+        self.kind = options.autoscaler or spec.autoscaler.kind
+        self.autoscaler: Autoscaler | Karpenter
+        if self.kind == AutoscalerKind.KARPENTER:
+            self.autoscaler = Karpenter(self.world, spec.autoscaler.karpenter, spec.autoscaler.enabled)
+        else:
+            self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
         self._set_up()
 
     def _set_up(self) -> None:
         world = self.world
         for node in self.scenario.initial_nodes:
-            world.provision_node(node.group, ready=True)
+            group = world.state.groups[node.group]
+            # A pool's nodes are of an instance type: the first it lists
+            kind = group.types()[0] if self.kind == AutoscalerKind.KARPENTER else None
+            world.provision_node(node.group, ready=True, instance_type=kind)
         for w in self.scenario.workloads:
             world.deploy(w, announce=False)
         for workload, node_name in self.scenario.placement:
