@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from makeroom.controller.config import Strategy
+from makeroom.model import AutoscalerKind
 from makeroom.sim.recorder import Sample, TimelineEvent
 
 if TYPE_CHECKING:
@@ -108,6 +109,15 @@ class Result:
     events: tuple[TimelineEvent, ...]
     samples: tuple[Sample, ...] = ()
     events_processed: int = 0
+    autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER
+    """Which autoscaler ran; the JSON names it when it is not the cluster-autoscaler (spec v1's)."""
+
+    @property
+    def label(self) -> str:
+        """The run's name in comparisons: its strategy, and the autoscaler when it is not the default."""
+        if self.autoscaler is AutoscalerKind.CLUSTER_AUTOSCALER:
+            return self.strategy.value
+        return f"{self.strategy.value}/{self.autoscaler.value}"
 
     @property
     def pending_at_end(self) -> list[str]:
@@ -116,9 +126,11 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object that ``makeroom simulate --json`` prints (spec v1; keys in this order)."""
+        head: dict[str, Any] = {"scenario": self.scenario, "strategy": self.strategy.value}
+        if self.autoscaler is not AutoscalerKind.CLUSTER_AUTOSCALER:
+            head["autoscaler"] = self.autoscaler.value  # an extension: absent from spec v1 runs
         return {
-            "scenario": self.scenario,
-            "strategy": self.strategy.value,
+            **head,
             "seed": self.seed,
             "duration_s": self.duration_s,
             "workloads": {name: w.to_json() for name, w in self.workloads.items()},
@@ -197,4 +209,5 @@ def summarize(sim: Simulation, horizon: float) -> Result:
         events=tuple(rec.events),
         samples=tuple(rec.samples),
         events_processed=sim.loop.processed,
+        autoscaler=sim.kind,
     )
