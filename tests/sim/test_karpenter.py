@@ -420,3 +420,41 @@ def test_a_karpenter_run_is_deterministic() -> None:
     )
     first = json.dumps(run(s)[1].to_json())
     assert first == json.dumps(run(s)[1].to_json())
+
+
+# --- makeroom's hold on a node, next to Karpenter ---------------------------------------------------
+
+
+def test_under_karpenter_a_nomination_also_reserves_the_node_and_is_released() -> None:
+    from makeroom.model.objects import RESERVED_FOR
+    from makeroom.sim.port import SimCluster
+
+    s = scenario(
+        [pool("p", itype("m", "1", 0.2), initial=2, max=2)],
+        [workload("fill", 2, cpu="1", placement={"p": 2}), workload("api", 2, cpu="1")],
+        autoscaler=KARPENTER,
+    )
+    sim, _ = run(s, until=0.0)
+    port = SimCluster(sim.world)
+    first, second = sorted(sim.world.pending.values(), key=lambda p: p.seq)
+    port.nominate(first.key, "p-1")
+    assert [(t.key, t.value) for t in sim.world.state.nodes["p-1"].taints] == [(RESERVED_FOR, first.key)]
+    assert any(t.key == RESERVED_FOR and t.value == first.key for t in first.spec.tolerations)
+    port.nominate(first.key, None)
+    assert sim.world.state.nodes["p-1"].taints == ()
+    port.nominate(second.key, "p-0")
+    sim.world.delete_pod(second, "deleted")  # the pod goes: its reservation is an orphan
+    port.snapshot()
+    assert sim.world.state.nodes["p-0"].taints == ()
+
+
+def test_under_the_cluster_autoscaler_a_nomination_is_only_a_nomination() -> None:
+    from makeroom.sim.port import SimCluster
+
+    s = scenario(
+        [group("cpu", cpu="1", max=1)], [workload("fill", 1, placement={"cpu": 1}), workload("api", 1)]
+    )
+    sim, _ = run(s, until=0.0)
+    (pod,) = sim.world.pending.values()
+    SimCluster(sim.world).nominate(pod.key, "cpu-0")
+    assert sim.world.state.nodes["cpu-0"].taints == ()

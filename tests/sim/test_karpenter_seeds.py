@@ -56,6 +56,35 @@ def test_seed1_makeroom_makes_room_without_a_node(strategy: str) -> None:
     assert data["workloads"]["iris-classifier"]["ready_at_end"] == 10
 
 
+def test_seed2_karpenter_alone_cannot_help() -> None:
+    data = simulate(2, "none")
+    assert data["workloads"]["text-generator"]["ready_at_end"] == 0
+    assert launched(data) == []
+
+
+@pytest.mark.parametrize("strategy", RELOCATING)
+def test_seed2_makeroom_has_karpenter_launch_the_cheapest_cpu_node(strategy: str) -> None:
+    data = simulate(2, strategy)
+    assert data["workloads"]["text-generator"]["ready_at_end"] == 1
+    assert launched(data) == [("cpu", "cpu-4x")]  # the cheaper of the pool's two types holds them
+    assert data["workloads"]["iris-classifier"]["ready_at_end"] == 15
+    if strategy == "migrate":
+        assert data["workloads"]["iris-classifier"]["min_ready"] == 15
+
+
+def test_seed2_without_the_reservation_taint_karpenter_counts_the_held_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Karpenter does not see a nomination's hold: it places the moved replicas in the room held for
+    the text-generator, launches nothing, and the relocation waits until it gives up."""
+    from makeroom.sim.port import SimCluster
+
+    monkeypatch.setattr(SimCluster, "_reserve", lambda self, pod, node: None)
+    data = simulate(2, "migrate")
+    assert launched(data) == []
+    assert data["workloads"]["text-generator"]["ready_at_end"] == 0
+
+
 def test_seed3_karpenter_alone_buys_the_needless_gpu_node() -> None:
     data = simulate(3, "none")
     assert launched(data) == [("gpu", "gpu-1x")]

@@ -30,11 +30,11 @@ from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError, path_of
 from makeroom.kube.options import NominationMode
 from makeroom.model import DO_NOT_MOVE, Taint, Toleration
+from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 
 log = logging.getLogger("makeroom.kube")
 
-RESERVED_FOR = "makeroom.io/reserved-for"
 """Fallback hold: a NoSchedule taint on the node, value = the pending pod's uid, which only it tolerates."""
 
 
@@ -289,6 +289,14 @@ class KubeCluster:
             self.nomination.written[pod] = (node, time.monotonic())
             if kept != node:
                 self._note_cleared(pod, node)
+            if self.runs_karpenter():
+                # Karpenter leaves a nominated pod alone, but counts the room it holds as free for
+                # other pods (and then launches nothing for them): the taint keeps them off it too.
+                self._reserve(pod, node)
+
+    def runs_karpenter(self) -> bool:
+        """The cluster scales with Karpenter: the cache holds NodePools."""
+        return bool(self.cache.informers["NodePool"].objects())
 
     def _uid(self, pod: str) -> str:
         found = self.cache.get("Pod", pod)

@@ -195,6 +195,39 @@ def slim_configmap(obj: Mapping[str, Any], intern: Interner) -> JSON:
     }
 
 
+def slim_nodepool(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """What a NodePool says of the nodes it launches (snapshot/nodepools.py reads it)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    return {
+        "kind": "NodePool",
+        "metadata": {"name": meta.get("name")},
+        "spec": {
+            **_pick(spec, ("weight", "limits", "disruption")),
+            "template": {
+                "metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
+                "spec": _pick(template.get("spec") or {}, ("taints", "requirements")),
+            },
+        },
+    }
+
+
+def slim_nodeclaim(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """A NodeClaim's pool, type and node: a node coming up until its node registers."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    m: JSON = {"name": meta.get("name"), "labels": intern.value(meta.get("labels") or {})}
+    if meta.get("deletionTimestamp"):
+        m["deletionTimestamp"] = meta["deletionTimestamp"]
+    return {
+        "kind": "NodeClaim",
+        "metadata": m,
+        "spec": _pick(obj.get("spec") or {}, ("taints", "requirements")),
+        "status": _pick(status, ("nodeName", "allocatable")),
+    }
+
+
 SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Pod": slim_pod,
     "Node": slim_node,
@@ -202,6 +235,8 @@ SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Deployment": slim_deployment,
     "HorizontalPodAutoscaler": slim_hpa,
     "ConfigMap": slim_configmap,
+    "NodePool": slim_nodepool,
+    "NodeClaim": slim_nodeclaim,
 }
 
 

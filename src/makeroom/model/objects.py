@@ -18,6 +18,7 @@ SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 REPLICAS_OWNER = "makeroom.io/replicas-owner"  # on a Deployment: who else sets its replicas (KEDA...)
 VICTIM_OF = "makeroom.io/victim-of"  # on a pod that makeroom moves, naming the pod it makes room for
+RESERVED_FOR = "makeroom.io/reserved-for"  # NoSchedule taint holding a node's room for one pod (its id)
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from makeroom.model.fit import static_fit
+from makeroom.model.nodepool import AutoscalerKind
 from makeroom.model.objects import Node, NodeGroup, Pod, PodSpec, Workload
 from makeroom.model.resources import ResourceIndex, Resources, Vector
 
@@ -38,8 +39,10 @@ class ClusterState:
         workloads: Iterable[Workload] = (),
         resource_names: Iterable[str] = (),
         capacity: int = 64,
+        autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER,
     ) -> None:
         self.groups: dict[str, NodeGroup] = {g.name: g for g in groups}
+        self.autoscaler = autoscaler  # which autoscaler grows the groups: what it would buy follows it
         self.workloads: dict[str, Workload] = {w.name: w for w in workloads}
         names = set(resource_names)
         for g in self.groups.values():

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from makeroom.controller.port import EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.model import Pod, Taint, Toleration, Workload
+from makeroom.model import AutoscalerKind, Pod, Taint, TaintEffect, Toleration, Workload
+from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
 
@@ -41,6 +42,7 @@ class SimCluster:
         return self.world.now
 
     def snapshot(self) -> ClusterState:
+        self._release_orphans()
         return self.world.state
 
     def _pod(self, key: str) -> Pod:
@@ -100,7 +102,37 @@ class SimCluster:
         if node is not None and node not in self.world.state.nodes:
             raise NotFoundError(f"node {node} not found")
         self.world.state.nominate(target, node)
+        if self.world.state.autoscaler is AutoscalerKind.KARPENTER:
+            self._reserve(target, node)
         self.world.changed()
+
+    def _reserve(self, pod: Pod, node: str | None) -> None:
+        """Karpenter does not count what a nominated pod holds on its node, and would count that room
+        for other pods instead of launching a node for them: besides the nomination, a reservation
+        taint that only the pod tolerates holds the room, as the real adapter does under Karpenter."""
+        self._release(pod.key)
+        if node is None:
+            return
+        toleration = Toleration(RESERVED_FOR, "Equal", pod.key, TaintEffect.NO_SCHEDULE.value)
+        if toleration not in pod.spec.tolerations:
+            pod.spec = replace(pod.spec, tolerations=(*pod.spec.tolerations, toleration))
+        taint = Taint(RESERVED_FOR, pod.key, TaintEffect.NO_SCHEDULE)
+        self.world.set_taints(node, (*self._node_taints(node), taint))
+
+    def _release(self, pod: str) -> None:
+        for name, found in self.world.state.nodes.items():
+            if any(t.key == RESERVED_FOR and t.value == pod for t in found.taints):
+                self.world.set_taints(name, tuple(t for t in found.taints if t.key != RESERVED_FOR))
+
+    def _release_orphans(self) -> None:
+        """Reservations whose pod is gone or bound (the real adapter's ``release_orphan_reservations``)."""
+        state = self.world.state
+        for found in list(state.nodes.values()):
+            for t in found.taints:
+                if t.key == RESERVED_FOR and (
+                    t.value not in state.pods or state.pods[t.value].node is not None
+                ):
+                    self._release(t.value)
 
     def scale(self, workload: str, replicas: int) -> None:
         self._workload(workload)

@@ -44,11 +44,11 @@ class Simulation:
             resolution=scenario.spec.duration / SAMPLES_PER_RUN,
         )
         extra = {r for w in scenario.deployed.values() for r in w.spec.requests}
-        self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder)
         spec = scenario.spec
+        self.kind = options.autoscaler or spec.autoscaler.kind
+        self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder, self.kind)
         preempts = options.strategy == Strategy.PREEMPTION
         self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
-        self.kind = options.autoscaler or spec.autoscaler.kind
         self.autoscaler: Autoscaler | Karpenter
         if self.kind == AutoscalerKind.KARPENTER:
             self.autoscaler = Karpenter(self.world, spec.autoscaler.karpenter, spec.autoscaler.enabled)

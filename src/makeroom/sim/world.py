@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from makeroom.model import VICTIM_OF, InstanceType, Node, NodeGroup, Pod, Taint, Workload
+from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGroup, Pod, Taint, Workload
 from makeroom.model.provisioning import node_labels
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
@@ -32,10 +32,11 @@ class World:
         extra_resources: set[str],
         loop: EventLoop,
         recorder: Recorder,
+        autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER,
     ) -> None:
         self.loop = loop
         self.rec = recorder
-        self.state = ClusterState(groups, workloads, extra_resources)
+        self.state = ClusterState(groups, workloads, extra_resources, autoscaler=autoscaler)
         self.workloads = self.state.workloads  # one dict: what the controller reads is what runs
         self.workloads.clear()
         self.pods_of: dict[str, dict[str, Pod]] = {}
