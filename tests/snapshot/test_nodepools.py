@@ -225,3 +225,10 @@ def test_plan_reads_nodepools_from_a_dump(tmp_path: Path) -> None:
     result = cli("plan", dump, "--json")
     assert result.exit_code in (0, 3), result.output
     assert "NodePool" not in result.stderr
+
+
+def test_the_groups_file_gives_a_pool_makeroom_s_own_floor() -> None:
+    groups = parse_group_config({"groups": [{"name": "gpu", "min": 1}]}, "groups.yaml")
+    state = state_from_objects([nodepool("gpu"), pool_node("g-1", "gpu", "g5.xlarge")], groups)
+    assert state.groups["gpu"].min == 1
+    assert state_from_objects([nodepool("gpu"), pool_node("g-1", "gpu", "g5.xlarge")]).groups["gpu"].min == 0

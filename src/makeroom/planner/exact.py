@@ -16,6 +16,7 @@ import numpy as np
 
 from makeroom.model import Pod
 from makeroom.model.resources import Vector
+from makeroom.planner.buying import would_buy
 
 if TYPE_CHECKING:
     from makeroom.planner.search import Option, Planner, _Klass, _Outcome
@@ -142,12 +143,15 @@ def cheapest_destinations(
         for g in growable:
             if not planner.admits(v.spec, g) or sizes[g] >= state.groups[g].max:
                 continue
+            bought = would_buy(state, v.spec, [g], sizes, planner.group_rank)
+            if bought is None:
+                continue  # Karpenter would launch another pool's node for it
             index = sum(1 for nn in nodes if nn.group == g)
-            nodes.append(NewNode(g, index, planner.template(g) - r, True))
+            nodes.append(NewNode(g, index, bought.capacity - r, True))
             sizes[g] += 1
             chosen.append(Dest(new_node=len(nodes) - 1, group=g))
             idents.append((1, len(nodes) - 1))
-            search(i + 1, cost + state.groups[g].price_per_hour, added + 1)
+            search(i + 1, cost + bought.price, added + 1)
             idents.pop()
             chosen.pop()
             sizes[g] -= 1

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import Node, NodeGroup, Pod, PodSpec, Taint
+from makeroom.model import Node, Pod, PodSpec, Taint
 from makeroom.model.fit import label_fit, static_fit
 from makeroom.model.objects import MAKE_ROOM
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.state import ClusterState, Mask
+from makeroom.planner.buying import new_node_takes, would_buy
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import (
     Move,
@@ -235,12 +236,7 @@ class Planner:
         key = (spec, group)
         ok = self._admits.get(key)
         if ok is None:
-            g: NodeGroup = self.state.groups[group]
-            ok = (
-                label_fit(spec, g.node_labels(), g.taints) is None
-                and bool(np.all(self.template(group) >= self.state.requests_of(spec)))
-                and all(r in self.state.index.names for r in spec.requests)
-            )
+            ok = new_node_takes(self.state, self.state.groups[group], spec)
             self._admits[key] = ok
         return ok
 
@@ -365,12 +361,10 @@ class Planner:
         for i, nn in enumerate(self.new_nodes):
             if nn.group in p_groups and np.all(nn.free >= req):
                 return Option(-1, [], [Dest(new_node=i, group=nn.group)], self.new_nodes, 0.0, 0)
-        growable = [g for g in p_groups if self.can_grow(g)]
-        if not growable:
+        bought = would_buy(self.state, pod.spec, p_groups, self.group_size, self.group_rank)
+        if bought is None:
             return None
-        group = min(growable, key=lambda g: (self.state.groups[g].price_per_hour, self.group_rank[g]))
-        price = self.state.groups[group].price_per_hour
-        return Option(-1, [], [Dest(group=group)], self.new_nodes, price, 1)
+        return Option(-1, [], [Dest(group=bought.group)], self.new_nodes, bought.price, 1)
 
     def commit_own(self, pod: Pod, req: Vector, own: Option) -> None:
         if own.slot >= 0:
@@ -391,16 +385,18 @@ class Planner:
             nn = self.new_nodes[dest.new_node]
             detail = f"fits on new {nn.group} node #{nn.index} that this plan adds already"
         else:
-            nn = self._add_new_node(dest.group, for_victims=False)
+            bought = would_buy(self.state, pod.spec, [dest.group], self.group_size, self.group_rank)
+            nn = self._add_new_node(dest.group, False, None if bought is None else bought.capacity)
             detail = f"no relocation is cheaper than a new {dest.group} node"
         nn.free = nn.free - req
         self.placements.append(
             Placement(pod, None, nn.group, PlacementReason.NEW_NODE, nn.index, detail=detail)
         )
 
-    def _add_new_node(self, group: str, for_victims: bool) -> NewNode:
+    def _add_new_node(self, group: str, for_victims: bool, capacity: Vector | None = None) -> NewNode:
         index = sum(1 for nn in self.new_nodes if nn.group == group)
-        nn = NewNode(group, index, self.template(group).copy(), for_victims)
+        room = self.template(group) if capacity is None else capacity
+        nn = NewNode(group, index, room.copy(), for_victims)
         self.new_nodes.append(nn)
         self.group_size[group] += 1
         return nn
@@ -599,18 +595,15 @@ class Planner:
                         dest = Dest(new_node=j, group=nn.group)
                         break
             if dest is None:
-                groups = [
-                    g
-                    for g in self.state.groups
-                    if g not in p_groups and self.admits(v.spec, g) and sizes[g] < self.state.groups[g].max
-                ]
-                if not groups:
+                others = [g for g in self.state.groups if g not in p_groups]
+                bought = would_buy(self.state, v.spec, others, sizes, self.group_rank)
+                if bought is None:
                     return None
-                g = min(groups, key=lambda g: (self.state.groups[g].price_per_hour, self.group_rank[g]))
+                g = bought.group
                 sizes[g] += 1
                 index = sum(1 for nn in new_nodes if nn.group == g)
-                new_nodes.append(NewNode(g, index, self.template(g) - r, True))
-                cost += self.state.groups[g].price_per_hour
+                new_nodes.append(NewNode(g, index, bought.capacity - r, True))
+                cost += bought.price
                 added += 1
                 dest = Dest(new_node=len(new_nodes) - 1, group=g)
             placed[i] = dest

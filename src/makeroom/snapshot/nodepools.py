@@ -277,7 +277,7 @@ def pool_group(
         capacity=types[0].capacity if types else Resources(),
         labels=pool.labels,
         taints=pool.taints,
-        min=0,
+        min=spec.min if spec is not None and spec.min is not None else 0,  # makeroom's own floor
         max=UNLIMITED if pool.nodes is None else pool.nodes,
         weight=pool.weight,
         limits=pool.limits,
