@@ -46,7 +46,7 @@ typecheck: $(STAMP)
 # The real control plane for the end-to-end tests, built from Go modules into a cache that a warm run
 # reuses (see e2e/README.md). MAKEROOM_E2E=0 skips it, and the e2e tests with it.
 e2e-binaries:
-	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh; fi
+	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh && bash e2e/build-karpenter.sh; fi
 
 test: lint typecheck e2e-binaries browser
 	$(BIN)/pytest

@@ -21,9 +21,16 @@ from makeroom.cli.common import (
 )
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.tables import comparison_table, run_tables, timeline
-from makeroom.cli.wiring import bundled_scenarios, check_strategy, parse_strategies, simulate
+from makeroom.cli.wiring import (
+    bundled_scenarios,
+    check_strategy,
+    parse_autoscalers,
+    parse_strategies,
+    simulate,
+)
 from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
+from makeroom.model import AutoscalerKind
 from makeroom.report.verdict import Verdict, verdict
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Result
@@ -53,14 +60,39 @@ def _check_report_path(path: Path | None) -> None:
         raise InputError(str(path), [Problem("", f"expected an existing directory {path.parent}")])
 
 
+AutoscalerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--autoscaler",
+        help="cluster-autoscaler | karpenter; overrides the file's autoscaler.kind.",
+        show_default=False,
+    ),
+]
+AutoscalersOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated autoscalers to put side by side (cluster-autoscaler,karpenter); "
+        "default: the file's.",
+        show_default=False,
+    ),
+]
+
+
 def _run_all(
-    scenario: Scenario, strategies: list[Strategy], seed: int, consolidate: bool | None = None
+    scenario: Scenario,
+    strategies: list[Strategy],
+    seed: int,
+    consolidate: bool | None = None,
+    autoscalers: list[AutoscalerKind] | None = None,
 ) -> list[Result]:
     results = []
+    kinds: list[AutoscalerKind | None] = list(autoscalers) if autoscalers else [None]
     with sim_progress() as bar:
-        for s in strategies:
-            track = bar.track(f"{scenario.name} · {s}", scenario.spec.duration)
-            results.append(simulate(scenario, s, seed, track, consolidate))
+        for kind in kinds:
+            for s in strategies:
+                label = f"{s}" if kind is None else f"{s}/{kind}"
+                track = bar.track(f"{scenario.name} · {label}", scenario.spec.duration)
+                results.append(simulate(scenario, s, seed, track, consolidate, kind))
     return results
 
 
@@ -82,6 +114,7 @@ def simulate_cmd(
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
+    autoscaler: AutoscalerOpt = None,
 ) -> None:
     """Run one scenario in the simulated cluster: what happened, and how each workload fared.
 
@@ -91,8 +124,9 @@ def simulate_cmd(
         fmt = output_format(output, json_out)
         scenario = load_scenario(file)
         chosen = check_strategy(strategy) if strategy else scenario.strategy
+        kinds = parse_autoscalers(autoscaler, "--autoscaler")
         _check_report_path(report)
-        (result,) = _run_all(scenario, [chosen], seed, consolidate)
+        (result,) = _run_all(scenario, [chosen], seed, consolidate, kinds)
         if report is not None:
             from makeroom.report import render_run
 
@@ -145,9 +179,11 @@ def compare_cmd(
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
+    autoscalers: AutoscalersOpt = None,
 ) -> None:
     """Run one scenario under several strategies: side by side, then a verdict per strategy and which
-    one meets the goals best, at what price.
+    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler
+    (columns named strategy/autoscaler), and a verdict per autoscaler.
 
     Past eight workloads the table shows the most affected and sums the others (-o wide: every one).
     Exit status 3 when every strategy leaves pods pending at the end."""
@@ -156,16 +192,25 @@ def compare_cmd(
         fmt = output_format(output, json_out)
         scenario = load_scenario(file)
         names = parse_strategies(strategies)
+        kinds = parse_autoscalers(autoscalers)
         _check_report_path(report)
-        results = _run_all(scenario, names, seed, consolidate)
+        if report is not None and kinds is not None and len(kinds) > 1:
+            raise InputError(
+                "--report",
+                [Problem("", "expected one autoscaler for a picture; run compare once per autoscaler")],
+            )
+        results = _run_all(scenario, names, seed, consolidate, kinds)
         if report is not None:
             from makeroom.report import render_comparison
 
             render_comparison(results, report)
         if fmt.data:
-            emit(_comparison_json(scenario, results), fmt)
+            emit(_comparison_json(scenario, results, kinds), fmt)
             return results
-        print_comparison(results, wide=fmt is Output.WIDE)
+        if kinds is not None and len(kinds) > 1:
+            _print_autoscalers(results, kinds, wide=fmt is Output.WIDE)
+        else:
+            print_comparison(results, wide=fmt is Output.WIDE)
         if report is not None:
             say(f"picture: {report}")
         return results
@@ -173,12 +218,27 @@ def compare_cmd(
     _status(all(r.pending_at_end for r in guarded(go)))
 
 
-def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any]:
-    return {
+def _print_autoscalers(results: list[Result], kinds: list[AutoscalerKind], wide: bool) -> None:
+    """Every run side by side, then the verdict among each autoscaler's strategies."""
+    console.print(comparison_table(results, wide=wide))
+    for kind in kinds:
+        console.print(f"[bold]under {kind}[/]")
+        for line in verdict([r for r in results if r.autoscaler is kind]).lines():
+            say(line)
+
+
+def _comparison_json(
+    scenario: Scenario, results: list[Result], kinds: list[AutoscalerKind] | None = None
+) -> dict[str, Any]:
+    """Spec v1's comparison; with --autoscalers, also the autoscalers, and results by run label."""
+    out: dict[str, Any] = {
         "scenario": scenario.name,
-        "strategies": [r.strategy.value for r in results],
-        "results": {r.strategy.value: r.to_json() for r in results},
+        "strategies": list(dict.fromkeys(r.strategy.value for r in results)),
     }
+    if kinds is not None:
+        out["autoscalers"] = [k.value for k in kinds]
+    out["results"] = {r.label: r.to_json() for r in results}
+    return out
 
 
 @app.command("demo")

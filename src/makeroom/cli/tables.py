@@ -20,7 +20,7 @@ def _n(value: float | None) -> str:
 
 
 def run_tables(result: Result) -> list[Table]:
-    workloads = Table(title=f"{result.scenario} · strategy {result.strategy}", title_justify="left")
+    workloads = Table(title=f"{result.scenario} · strategy {result.label}", title_justify="left")
     workloads.add_column("workload", no_wrap=True)
     for col in ("prio", "want", "ready", "to Ready", "min ready", "short r·s", "evicted"):
         workloads.add_column(col, justify="right")
@@ -66,7 +66,7 @@ def comparison_table(results: Sequence[Result], wide: bool = False) -> Table:
     table = Table(title=f"{first.scenario}: strategies side by side", title_justify="left")
     table.add_column("", justify="left", no_wrap=True)
     for r in results:
-        table.add_column(str(r.strategy), justify="right")
+        table.add_column(r.label, justify="right")
     ranked = rank_workloads(results)
     shown, others = (ranked, []) if wide else split(ranked, TOP_WORKLOADS)
     shown_set = set(shown)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
+from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Result
 from makeroom.sim.runs import build
@@ -31,10 +32,27 @@ def simulate(
     seed: int = 0,
     progress: Progress | None = None,
     consolidate: bool | None = None,
+    autoscaler: AutoscalerKind | None = None,
 ) -> Result:
     """One run; a strategy named on the command line (``--strategy``) is checked first."""
     chosen = check_strategy(strategy) if strategy else scenario.strategy
-    return build(scenario, chosen, seed, consolidate).run(progress=progress)
+    return build(scenario, chosen, seed, consolidate, autoscaler).run(progress=progress)
+
+
+def parse_autoscalers(text: str | None, source: str = "--autoscalers") -> list[AutoscalerKind] | None:
+    """Autoscalers named on the command line; None: the scenario's."""
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    out = []
+    for name in names or [""]:
+        try:
+            out.append(AutoscalerKind(name))
+        except ValueError:
+            raise InputError(
+                source, [Problem("", f"expected one of {', '.join(AutoscalerKind)}, got {name!r}")]
+            ) from None
+    return list(dict.fromkeys(out))
 
 
 def parse_strategies(text: str | None) -> list[Strategy]:
