@@ -410,8 +410,8 @@ class ClaimsSeen:
     def poll(self) -> None:
         for claim in nodeclaims(self.cp):
             meta = claim["metadata"]
-            if meta["name"] in self.initial or meta["name"] in self.claims:
-                continue
+            if meta["name"] in self.initial or self.claims.get(meta["name"], ("", ""))[1]:
+                continue  # an initial node, or one whose type is known already
             labels = meta.get("labels") or {}
             kind = labels.get(INSTANCE_TYPE_LABEL) or ""
             if not kind:

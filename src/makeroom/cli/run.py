@@ -244,7 +244,8 @@ def snapshot_cmd(
     autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = RUN.autoscaler_namespace,
 ) -> None:
     """Write the cluster's nodes, pods, PodDisruptionBudgets and Deployments (and the autoscaler's status
-    ConfigMap if present) as a List that `makeroom plan FILE` reads."""
+    ConfigMap, or Karpenter's NodePools and NodeClaims, if present) as a List that `makeroom plan FILE`
+    reads."""
     from makeroom.kube import KubeError
     from makeroom.kube.dump import as_list, read_objects
 
