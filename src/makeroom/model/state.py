@@ -69,6 +69,7 @@ class ClusterState:
         self._mask_cache: dict[int, tuple[PodSpec, Mask]] = {}
         self._nominated_count = 0
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
+        self.node_generation = 0  # bumped when nodes come, go, or change labels, taints, readiness
 
     # --- resources -------------------------------------------------------------------------
     def requests_of(self, spec: PodSpec) -> Vector:
@@ -154,6 +155,7 @@ class ClusterState:
         """Call after a node's labels, taints, readiness or cordon changed."""
         self._mask_cache.clear()
         self.generation += 1
+        self.node_generation += 1
 
     def nodes_of(self, group: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.group == group]

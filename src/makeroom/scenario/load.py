@@ -159,6 +159,7 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
                 Problem(f"{where}.initial", f"expected initial <= max ({g.max}), got {g.initial}")
             )
         problems += _check_pool(g, where)
+    problems += _check_types_agree(spec)
     weighted = [i for i, g in enumerate(spec.node_groups) if g.weight is not None]
     if weighted and len(weighted) < len(spec.node_groups):
         unweighted = next(i for i, g in enumerate(spec.node_groups) if g.weight is None)
@@ -235,6 +236,23 @@ def _check_pool(g: NodeGroupSpec, where: str) -> list[Problem]:
             seen.add(it.name)
     if NODES in g.limits:
         problems.append(Problem(f"{where}.limits.{NODES}", "expected the node limit as max, not in limits"))
+    return problems
+
+
+def _check_types_agree(spec: ScenarioSpec) -> list[Problem]:
+    """An instance type is the cloud's, not a pool's: two pools that list one name describe one type."""
+    problems: list[Problem] = []
+    seen: dict[str, tuple[str, dict[str, int], float]] = {}
+    for i, g in enumerate(spec.node_groups):
+        for j, it in enumerate(g.instance_types):
+            where = f"node_groups[{i}].instance_types[{j}]"
+            first = seen.setdefault(it.name, (where, dict(it.capacity), it.price_per_hour))
+            if first[0] != where and (first[1], first[2]) != (dict(it.capacity), it.price_per_hour):
+                problems.append(
+                    Problem(
+                        f"{where}.name", f"expected {it.name!r} described as at {first[0]}, or another name"
+                    )
+                )
     return problems
 
 

@@ -21,7 +21,7 @@ from makeroom.model.nodepool import NODES
 from makeroom.model.provisioning import Headroom, cheapest, headroom
 from makeroom.scenario.schema import KarpenterSpec
 from makeroom.sim.clock import Phase
-from makeroom.sim.karpenter_solve import provisionable, reschedulable, solve
+from makeroom.sim.karpenter_solve import NodeMasks, provisionable, reschedulable, solve
 from makeroom.sim.world import World
 
 REQUEUE = 10.0  # a provisionable pod triggers again this long after its last trigger
@@ -53,6 +53,7 @@ class Karpenter:
         self._checking = False
         self._requeues: set[float] = set()
         self._last_no_scale_up = -1
+        self.masks = NodeMasks()
         self.disruption = DisruptionController(self)
 
     @property
@@ -155,7 +156,7 @@ class Karpenter:
         if not pods:
             return
         nodes = [n for n in state.nodes if n not in self.deleting]
-        found = solve(state, pods, nodes, state.groups.values(), self.room(self.deleting))
+        found = solve(state, pods, nodes, state.groups.values(), self.room(self.deleting), masks=self.masks)
         for node in set(found.on_node.values()):
             self.nominated_until[node] = world.now + self.nomination_window
         launched = 0

@@ -54,6 +54,7 @@ BASE_COST = 1.0  # PerNodeBaseDisruptionCost
 EVICTION_BASE_DELAY = 0.1
 EVICTION_MAX_DELAY = 10.0
 REPLACEMENT_POLL = 1.0
+RECONSIDER = 300.0  # a method that found nothing looks again after this long even if nothing changed
 DRAIN_POLL = 1.0  # the termination controller requeues a draining node every second
 
 
@@ -76,14 +77,14 @@ class Candidate:
     instance_type: InstanceType
     pods: list[Pod]  # the reschedulable ones
     order: int  # creation order, for stable ties
+    cost: float = 0.0  # RescheduleDisruptionCost
+
+    def __post_init__(self) -> None:
+        self.cost = BASE_COST + sum(max(0.0, eviction_cost(p)) for p in self.pods)
 
     @property
     def price(self) -> float:
         return self.instance_type.price_per_hour
-
-    @property
-    def cost(self) -> float:
-        return BASE_COST + sum(max(0.0, eviction_cost(p)) for p in self.pods)
 
     @property
     def empty(self) -> bool:
@@ -113,6 +114,9 @@ class DisruptionController:
             ("single", self.single_node),
         ]
         self._evict_delay: dict[str, float] = {}
+        self._quiet: dict[str, tuple[tuple[int, frozenset[str], frozenset[str]], float]] = {}
+        self._budget_bound = False  # a method passed over candidates for their pool's budget
+        self._candidates: tuple[tuple[float, int, frozenset[str]], list[Candidate]] | None = None
         self._next_eviction: dict[str, float] = {}
 
     def start(self) -> None:
@@ -124,11 +128,38 @@ class DisruptionController:
 
     def _methods_from(self, first: int) -> None:
         for i in range(first, len(self.methods)):
-            command = self.methods[i][1]()
+            name, method = self.methods[i]
+            key = self._cluster_key()
+            quiet = self._quiet.get(name)
+            if quiet is not None and quiet[0] == key and self.world.now - quiet[1] < RECONSIDER:
+                continue  # nothing changed since this method found nothing (IsConsolidated)
+            self._budget_bound = False
+            command = method()
             if command is not None:
+                self._quiet.pop(name, None)
                 self._validate_later(i, command)
                 return
+            if not self._budget_bound:
+                self._quiet[name] = (key, self.world.now)
         self.world.loop.after(POLLING_PERIOD, Phase.AUTOSCALER, self.poll)
+
+    def _cluster_key(self) -> tuple[int, frozenset[str], frozenset[str]]:
+        """What the methods' answers depend on: placements and nodes, the nodes being taken away, and
+        which nodes are consolidatable now (Karpenter's consolidation state changes with each)."""
+        state = self.world.state
+        ripe = frozenset(
+            name
+            for name, node in state.nodes.items()
+            if node.group in state.groups and self._ripe(name, state.groups[node.group])
+        )
+        return (state.generation, frozenset(self.k.deleting), ripe)
+
+    def _ripe(self, name: str, group: NodeGroup) -> bool:
+        after = group.disruption.consolidate_after
+        if after is None:
+            return False
+        since = max(self.k.last_pod_event.get(name, -1.0), self.k.initialized_at(name))
+        return self.world.now - since >= after
 
     def _validate_later(self, index: int, command: Command) -> None:
         self.world.loop.after(VALIDATION_DELAY, Phase.AUTOSCALER, lambda: self._validated(index, command))
@@ -143,10 +174,20 @@ class DisruptionController:
 
     # --- candidates -------------------------------------------------------------------------------
     def candidates(self) -> list[Candidate]:
+        """Every candidate now (the same for each method at one instant, while nothing changes)."""
+        key = (self.world.now, self.world.state.generation, frozenset(self.k.deleting))
+        if self._candidates is not None and self._candidates[0] == key:
+            return list(self._candidates[1])
+        found = self._find_candidates()
+        self._candidates = (key, found)
+        return list(found)
+
+    def _find_candidates(self) -> list[Candidate]:
         world, k = self.world, self.k
         state = world.state
         now = world.now
         out = []
+        allowed: dict[str | None, int | None] = {}  # per workload, as its budget stands now
         for name, node in state.nodes.items():
             group = state.groups.get(node.group)
             if group is None or not node.ready or name in k.deleting:
@@ -154,7 +195,7 @@ class DisruptionController:
             if k.nominated_until.get(name, -1.0) > now or node.annotations.get(DO_NOT_DISRUPT) == "true":
                 continue
             pods = list(state.pods_on[name].values())
-            if any(self._blocks(p) for p in pods):
+            if any(self._blocks(p, allowed) for p in pods):
                 continue
             kind = world.instance_type.get(name) or group.types()[0]
             out.append(
@@ -162,22 +203,19 @@ class DisruptionController:
             )
         return out
 
-    def _blocks(self, pod: Pod) -> bool:
+    def _blocks(self, pod: Pod, allowed: dict[str | None, int | None]) -> bool:
         """A pod that keeps its node from being disrupted: do-not-disrupt, or a budget at zero."""
         if pod.terminating or pod.owner_kind == OwnerKind.NODE:
             return False
         if pod.annotations.get(DO_NOT_DISRUPT) == "true":
             return True
-        allowed = self.world.disruptions_allowed(pod.workload)
-        return allowed is not None and allowed == 0
+        if pod.workload not in allowed:
+            allowed[pod.workload] = self.world.disruptions_allowed(pod.workload)
+        left = allowed[pod.workload]
+        return left is not None and left == 0
 
     def consolidatable(self, c: Candidate) -> bool:
-        after = c.group.disruption.consolidate_after
-        if after is None:
-            return False
-        name = c.node.name
-        since = max(self.k.last_pod_event.get(name, -1.0), self.k.initialized_at(name))
-        return self.world.now - since >= after
+        return self._ripe(c.node.name, c.group)
 
     def budgets(self, reason: str) -> dict[str, int]:
         """How many more nodes of each pool may be disrupted for ``reason`` now."""
@@ -219,6 +257,8 @@ class DisruptionController:
             if budget[c.group.name] > 0:
                 budget[c.group.name] -= 1
                 chosen.append(c)
+            else:
+                self._budget_bound = True
         return Command("empty", REASON_EMPTY, chosen) if chosen else None
 
     # --- consolidation ----------------------------------------------------------------------------
@@ -244,7 +284,7 @@ class DisruptionController:
             since = max(k.last_pod_event.get(node, -1.0), k.initialized_at(node))
             return self.world.now - since >= after
 
-        return solve(state, pending + moving, nodes, state.groups.values(), k.room(gone), may_use)
+        return solve(state, pending + moving, nodes, state.groups.values(), k.room(gone), may_use, k.masks)
 
     def consolidation(self, cands: list[Candidate]) -> Command | None:
         """``computeConsolidation``: delete, replace by one cheaper node, or nothing."""
@@ -274,6 +314,8 @@ class DisruptionController:
             if budget[c.group.name] > 0:
                 budget[c.group.name] -= 1
                 cands.append(c)
+            else:
+                self._budget_bound = True
         if len(cands) < 2:
             return None
         low, high = 1, min(len(cands) - 1, 100)
@@ -302,7 +344,10 @@ class DisruptionController:
         turns = max((len(v) for v in by_pool.values()), default=0)
         for i in range(turns):
             for pool in pools:
-                if i >= len(by_pool[pool]) or budget[pool] == 0:
+                if i >= len(by_pool[pool]):
+                    continue
+                if budget[pool] == 0:
+                    self._budget_bound = True
                     continue
                 command = self.consolidation([by_pool[pool][i]])
                 if command is not None:

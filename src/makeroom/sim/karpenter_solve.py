@@ -86,6 +86,28 @@ def _admits_node(spec: PodSpec, node: Node) -> bool:
     return label_fit(spec, node.labels, node.taints) is None
 
 
+class NodeMasks:
+    """Per pod spec, the nodes (by slot) whose labels, taints and cordon admit it, kept until a node
+    comes, goes or changes (``ClusterState.node_generation``)."""
+
+    def __init__(self) -> None:
+        self._masks: dict[int, tuple[PodSpec, Mask]] = {}
+        self._generation = -1
+
+    def of(self, state: ClusterState, spec: PodSpec) -> Mask:
+        if self._generation != state.node_generation:
+            self._masks.clear()
+            self._generation = state.node_generation
+        hit = self._masks.get(id(spec))
+        if hit is not None:
+            return hit[1]
+        mask = np.zeros(len(state.alive), dtype=np.bool_)
+        for name, slot in state.slot_of.items():
+            mask[slot] = _admits_node(spec, state.nodes[name])
+        self._masks[id(spec)] = (spec, mask)
+        return mask
+
+
 def solve(
     state: ClusterState,
     pods: Iterable[Pod],
@@ -93,23 +115,24 @@ def solve(
     groups: Iterable[NodeGroup],
     room: Mapping[str, Headroom],
     may_use: Callable[[Pod, str], bool] | None = None,
+    masks: NodeMasks | None = None,
 ) -> Solution:
     """Place ``pods`` on the existing ``nodes`` or on new claims of ``groups`` within ``room``.
     ``may_use(pod, node)`` may forbid a node to a pod (consolidation's consolidateAfter rule)."""
     order = karpenter_order(state, nodes)
     slots = np.array([state.slot_of[n] for n in order], dtype=np.intp)
     free = state.free()[slots] if len(order) else np.zeros((0, len(state.index)), dtype=np.int64)
-    masks: dict[int, Mask] = {}
+    cache = masks or NodeMasks()
     pools = pool_order(groups)
     headroom = dict(room)
     out = Solution()
 
+    local: dict[int, Mask] = {}
+
     def mask_of(spec: PodSpec) -> Mask:
-        hit = masks.get(id(spec))
+        hit = local.get(id(spec))
         if hit is None:
-            hit = masks[id(spec)] = np.array(
-                [_admits_node(spec, state.nodes[n]) for n in order], dtype=np.bool_
-            )
+            hit = local[id(spec)] = cache.of(state, spec)[slots]
         return hit
 
     def place(pod: Pod) -> bool:
