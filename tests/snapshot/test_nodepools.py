@@ -3,6 +3,7 @@ from the groups file or the pool's own nodes, NodeClaims still coming up as upco
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -214,17 +215,55 @@ def test_the_nodepool_a_group_describes_reads_back_as_the_group() -> None:
         assert types.values == tuple(it.name for it in group.types())
 
 
-def test_plan_reads_nodepools_from_a_dump(tmp_path: Path) -> None:
+def test_plan_on_a_dump_follows_what_karpenter_would_launch(tmp_path: Path) -> None:
+    """A user's `makeroom plan` on a snapshot of a Karpenter cluster: the pending pod would get a node
+    of the heaviest pool that admits it, not of the cheapest."""
     objects = [
-        nodepool("cpu", weight=50),
-        pool_node("c-1", "cpu", "m5.xlarge", price="0.2"),
-        pod("waiting", None, cpu="6"),
+        nodepool("reserved", weight=50),
+        nodepool("spot", weight=10),
+        pool_node("r-1", "reserved", "r.xlarge"),
+        pool_node("s-1", "spot", "s.xlarge"),
+        pod("filler-1", "r-1", cpu="4"),
+        pod("filler-2", "s-1", cpu="4"),
+        pod("waiting", None, cpu="2"),
     ]
     dump = tmp_path / "dump.yaml"
     dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
-    result = cli("plan", dump, "--json")
+    groups = tmp_path / "groups.yaml"
+    groups.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "reserved",
+                        "instance_types": [
+                            {
+                                "name": "r.xlarge",
+                                "capacity": {"cpu": "4", "memory": "16Gi"},
+                                "price_per_hour": 0.9,
+                            }
+                        ],
+                    },
+                    {
+                        "name": "spot",
+                        "instance_types": [
+                            {
+                                "name": "s.xlarge",
+                                "capacity": {"cpu": "4", "memory": "16Gi"},
+                                "price_per_hour": 0.2,
+                            }
+                        ],
+                    },
+                ]
+            }
+        )
+    )
+    result = cli("plan", dump, "--groups", groups, "--json")
     assert result.exit_code in (0, 3), result.output
-    assert "NodePool" not in result.stderr
+    data = json.loads(result.stdout)
+    assert data["scale_ups"] == {"reserved": 1}
+    (placement,) = data["placements"]
+    assert placement["new_node_group"] == "reserved"
 
 
 def test_the_groups_file_gives_a_pool_makeroom_s_own_floor() -> None:

@@ -267,7 +267,7 @@ def pool_group(
     spec = config.get(pool.name) if config is not None else None
     types: list[InstanceType] = []
     if spec is not None and spec.instance_types:
-        types = list(spec.instance_types)
+        types = [replace(it, capacity=_with_pods(it.capacity)) for it in spec.instance_types]
     if not types:
         types = seen_types(pool.name, nodes, claims, spec.price_per_hour if spec is not None else None)
     if not types and spec is not None and spec.capacity is not None:
