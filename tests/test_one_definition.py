@@ -18,6 +18,7 @@ OTHER_MEANINGS = {
     ("kube/dryrun.py", "evict"),  # the same verb, recorded by the dry run
     ("report/figure.py", "none"),  # matplotlib's "no colour" and "no font embedding"
     ("cli/plan.py", "none"),  # "new nodes: none" in the plan's summary line
+    ("planner/types.py", "none"),  # "placed none" in an objective's words
 }
 
 

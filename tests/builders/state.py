@@ -62,6 +62,8 @@ class StateBuilder:
         annotations: Mapping[str, str] | None = None,
         local_storage: bool = False,
         spec: PodSpec | None = None,
+        namespace: str = "default",
+        priority_class: str = "",
     ) -> Pod:
         if spec is None:
             spec = PodSpec(
@@ -70,24 +72,35 @@ class StateBuilder:
                 node_selector=tuple(sorted((selector or {}).items())),
                 tolerations=tolerations,
                 local_storage=local_storage,
+                priority_class=priority_class,
             )
-        n = sum(1 for p in self.state.pods.values() if p.workload == workload)
+        key = workload if namespace == "default" else f"{namespace}/{workload}"  # as snapshot keys them
+        n = sum(1 for p in self.state.pods.values() if p.workload == key)
         self.seq += 1
         pod = Pod(
             f"{workload}-{n}",
             spec,
-            workload,
+            key,
             owner_kind=owner,
             node=node,
             seq=self.seq,
             created_at=float(self.seq),
             annotations=dict(annotations or {}),
+            namespace=namespace,
         )
         self.state.add_pod(pod)
         return pod
 
     def fill(
-        self, workload: str, requests: Mapping[str, str], priority: int, node: str, count: int
+        self,
+        workload: str,
+        requests: Mapping[str, str],
+        priority: int,
+        node: str,
+        count: int,
+        namespace: str = "default",
     ) -> list[Pod]:
         spec = PodSpec(Resources.parse(requests), priority)
-        return [self.pod(workload, requests, priority, node, spec=spec) for _ in range(count)]
+        return [
+            self.pod(workload, requests, priority, node, spec=spec, namespace=namespace) for _ in range(count)
+        ]

@@ -177,3 +177,30 @@ def test_the_scenario_docs_show_the_defaults() -> None:
         else:
             text = str(default)
         assert f"{path.rsplit('.', 1)[-1]}: {text}" in doc, path
+
+
+def test_the_scope_s_defaults_are_one_in_flags_chart_and_code() -> None:
+    from makeroom.controller.scope import DEFAULT_SELECTOR, Scope
+
+    flags = run_flags()
+    for side, prefix in (("roomFor", "--room-for"), ("move", "--move")):
+        assert flags[f"{prefix}-namespace-selector"].default == DEFAULT_SELECTOR
+        assert helm_value(f"scope.{side}.namespaceSelector") == DEFAULT_SELECTOR
+        assert (
+            helm_value(f"scope.{side}.namespaces") == [] and helm_value(f"scope.{side}.priorityClasses") == []
+        )
+    assert Scope().room_for.selector.text == Scope().move.selector.text == DEFAULT_SELECTOR
+    assert flags["--records-namespace"].default == RunOptions(identity="").records_namespace
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--room-for-namespace-selector", "team in ()"], "--room-for-namespace-selector"),
+        (["--move-namespace-selector", "a in (b"], "--move-namespace-selector"),
+    ],
+)
+def test_run_refuses_a_selector_it_cannot_read_naming_its_flag(args: list[str], flag: str) -> None:
+    result = cli("run", *args, "--kubeconfig", "/nonexistent")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"makeroom: {flag}: "), result.stderr

@@ -5,9 +5,8 @@ counted once."""
 from __future__ import annotations
 
 from makeroom.controller import ConsolidationConfig, Controller, ControllerConfig, Strategy
-from makeroom.controller.records import RELOCATION, SURGE, Relocation
+from makeroom.controller.records import Consolidation, RecordKind, Relocation, Surge, Victim
 from makeroom.controller.steps import RetryKey
-from makeroom.model import Workload
 from tests.builders.port import FakeCluster
 from tests.builders.state import CPU_NODE, GPU_NODE, StateBuilder
 
@@ -35,8 +34,8 @@ def test_the_preview_is_the_plan_a_reconciliation_carries_out() -> None:
     (placement,) = preview.placements
     report = controller.tick()
     assert report.started == ["text-gen-0"]
-    record = Relocation.from_json(b.state.pods["default/text-gen-0"].annotations[RELOCATION])
-    assert record is not None and record.node == placement.node
+    record = port.record(RecordKind.RELOCATION, "default/text-gen-0")
+    assert isinstance(record, Relocation) and record.node == placement.node
     assert sorted(v.pod for v in record.victims) == sorted(m.pod.key for m in preview.moves)
 
 
@@ -47,9 +46,15 @@ def test_the_policy_leaves_out_pods_in_backoff_and_the_new_pods_of_a_surge() -> 
     assert controller.preview(b.state).placements == ()
     assert controller.tick().started == []
 
-    b2, port2 = seed_like()
-    spec = b2.state.pods["default/text-gen-0"].spec
-    b2.state.workloads["text-gen"] = Workload("text-gen", spec, 1, annotations={SURGE: "{}"})
+    b2, port2 = seed_like()  # a consolidation under way surges text-gen: its pending pod waits by design
+    surging = Consolidation(
+        node="cpu-0",
+        started=0.0,
+        deadline=900.0,
+        victims=[Victim("default/text-gen-9", "text-gen", "cpu-0")],
+        surge={"text-gen": Surge(by=1, base=1, need_ready=1)},
+    )
+    port2.save_record(surging)
     assert Controller(port2, port2, EVICT).preview(b2.state).placements == ()
 
 

@@ -314,19 +314,16 @@ def test_eviction_429_is_blocked_and_404_not_found() -> None:
     assert post[0][1].endswith("/pods/a/eviction") and post[0][2]["kind"] == "Eviction"
 
 
-def test_patches_scale_and_workload_annotations() -> None:
+def test_pod_annotations_and_the_scale_subresource() -> None:
     server = seeded()
     kc = cluster(server)
     kc.annotate_pod(f"{NS}/a", {"x": "1", "a": None})
     assert server.objects[pod_path("a")]["metadata"]["annotations"] == {"x": "1"}
     kc.scale(f"{NS}/web", 3)
-    kc.annotate_workload(f"{NS}/web", {"makeroom.io/surge": "{}"})
     d = server.objects[f"/apis/apps/v1/namespaces/{NS}/deployments/web"]
-    assert d["spec"]["replicas"] == 3 and d["metadata"]["annotations"] == {"makeroom.io/surge": "{}"}
-    kc.annotate_node("n1", {"makeroom.io/consolidation": "{}"})
-    assert server.objects["/api/v1/nodes/n1"]["metadata"]["annotations"] == {
-        "makeroom.io/consolidation": "{}"
-    }
+    assert d["spec"]["replicas"] == 3 and "annotations" not in d["metadata"]
+    (scale,) = [(m, p) for m, p, _ in server.calls if p.endswith("/scale")]
+    assert scale == ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/web/scale")
 
 
 def test_taints_and_tolerations_keep_the_others() -> None:
@@ -403,13 +400,12 @@ def test_orphan_reservation_taints_are_released() -> None:
     assert not server.objects["/api/v1/nodes/g1"]["spec"].get("taints")
 
 
-def test_namespaces_limit_what_is_made_room_for_and_moved() -> None:
+def test_the_snapshot_is_the_cluster_as_it_is() -> None:
+    """Scope is the controller's (controller/scope.py): the adapter changes no pod to express it."""
     server = seeded()
-    kc = cluster(server, namespaces=("other",))
-    state = kc.snapshot()
-    assert state.pods[f"{NS}/p"].unschedulable_since is None
-    assert state.pods[f"{NS}/a"].annotations.get("makeroom.io/do-not-move") == "true"
-    assert "makeroom.io/do-not-move" not in (kc.cache.get("Pod", f"{NS}/a") or {})["metadata"]["annotations"]
+    state = cluster(server).snapshot()
+    assert state.pods[f"{NS}/p"].unschedulable_since is not None
+    assert "makeroom.io/do-not-move" not in state.pods[f"{NS}/a"].annotations
 
 
 def test_event_names_the_object() -> None:

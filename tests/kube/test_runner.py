@@ -60,8 +60,12 @@ def test_the_leader_starts_a_relocation() -> None:
     server = cluster()
     r = runner(server)
     r.once()
-    annotations = server.objects[pod_path("p")]["metadata"].get("annotations") or {}
-    assert "makeroom.io/relocation" in annotations
+    (record,) = [o for path, o in server.objects.items() if "/relocations/" in path]
+    assert record["metadata"]["namespace"] == "default"  # makeroom's own namespace, not the pod's
+    assert record["spec"]["pod"] == f"{NS}/p" and record["spec"]["node"] == "gpu-0"
+    pending = server.objects[pod_path("p")]["metadata"]["annotations"]
+    assert not any(k.startswith("makeroom.io/") for k in pending)
+    assert r.metrics.in_flight._value.get() == 1
     assert r.metrics.relocations.labels(outcome="started")._value.get() == 1
     assert any(p.endswith("/eviction") for _, p in writes(server))
 
@@ -98,6 +102,8 @@ def test_metrics_count_each_move_once_and_time_planning_apart_from_the_loop() ->
     server = cluster()
     r = runner(server)
     r.once()
+    for inf in r.cache.informers.values():  # what the watch would have brought in the meantime
+        inf.relist()
     r.once()  # the relocation goes on: its victims are already marked, nothing is counted twice
     marks = [
         path

@@ -27,9 +27,10 @@ from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
 from makeroom.model import QuantityError, parse_duration
 from makeroom.model.state import ClusterState
-from makeroom.planner import PlacementReason, Plan, Policy, plan
+from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
 from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
 from makeroom.planner.consolidate import consolidate as planner_consolidate
+from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.report.units import count, duration, per_hour
 from makeroom.scenario import parse_scenario, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
@@ -150,7 +151,12 @@ def plan_cmd(
     output: OutputOpt = "",
     json_out: JsonOpt = False,
     exact: Annotated[
-        bool, typer.Option("--exact", help="Exhaustive search per pending pod (small clusters only).")
+        bool,
+        typer.Option(
+            "--exact",
+            help="Exact joint search over all pending pods at once (CP-SAT, the exact extra): the "
+            "proven optimum on small and mid-size clusters, or the best found with its bound.",
+        ),
     ] = False,
     groups: Annotated[
         Path | None,
@@ -194,7 +200,10 @@ def plan_cmd(
             usage_error("give a FILE, or --kubeconfig to plan on a live cluster")
         else:
             state, now, origin, why = load_state(file, when, groups)
-        result = timed_plan(state, Policy(now=now, exact=exact))
+        try:
+            result = timed_plan(state, Policy(now=now, exact=exact))
+        except ExactUnavailableError as exc:
+            usage_error(f"--exact: {exc}")
         waiting = result.unplaceable or any(
             p.reason is not PlacementReason.FITS_NOW for p in result.placements
         )
@@ -268,3 +277,18 @@ def print_plan(result: Plan, origin: str) -> None:
             say(f"    move {m.pod.name} ({m.workload}) {m.from_node} -> {to}: {m.reason}")
     for u in result.unplaceable:
         say(f"  cannot place {u.pod.name}: {u.reason.value}: {u.reason.why}")
+    if result.optimality is not None and (result.placements or result.unplaceable):
+        say("  " + optimality_line(result))
+
+
+def optimality_line(result: Plan) -> str:
+    """Whether the plan is proven optimal, or the best found and how far from the bound."""
+    o = result.optimality
+    assert o is not None
+    if o.proof is Proof.OPTIMAL:
+        return f"optimal (proven, {o.search}): {o.objective.human()}"
+    hint = "" if result.stats.exact else "; --exact searches for the optimum"
+    return (
+        f"best found ({o.search}, not proven optimal): {o.objective.human()}; "
+        f"no plan beats {o.bound.human()} (first open: {o.gap}){hint}"
+    )

@@ -18,6 +18,7 @@ from makeroom.cli.app import app
 from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import duration_text, metadata_of
+from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Side
 from makeroom.kube.client import ConnectOptions
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model import QuantityError, parse_duration
@@ -76,6 +77,20 @@ CONNECT = ConnectOptions()
 RELOCATING_NAMES = " or ".join(sorted(RELOCATING))
 
 
+def scope_from_flags(
+    both: list[str], room_for: tuple[list[str], str, list[str]], move: tuple[list[str], str, list[str]]
+) -> Scope:
+    """The scope of the flags: ``--namespace`` adds its namespaces to both sides."""
+
+    def side(flag: str, names: list[str], selector: str, classes: list[str]) -> Side:
+        try:
+            return Side.of([*both, *names], selector, classes)
+        except SelectorError as exc:
+            usage_error(f"--{flag}-namespace-selector: {exc}")
+
+    return Scope(room_for=side("room-for", *room_for), move=side("move", *move))
+
+
 def _groups(path: Path | None) -> GroupConfig | None:
     return parse_group_config(read_yaml(path), str(path)) if path is not None else None
 
@@ -92,9 +107,50 @@ def run_cmd(
     namespace: Annotated[
         list[str] | None,
         typer.Option(
-            "--namespace", "-n", help="Make room for, and move, only pods of these namespaces (repeat)."
+            "--namespace",
+            "-n",
+            help="Both sides of the scope: as --room-for-namespace NS --move-namespace NS (repeat).",
         ),
     ] = None,
+    room_for_namespace: Annotated[
+        list[str] | None,
+        typer.Option("--room-for-namespace", help="Make room only for pending pods of these namespaces."),
+    ] = None,
+    room_for_namespace_selector: Annotated[
+        str,
+        typer.Option(
+            "--room-for-namespace-selector",
+            help="Make room only for pending pods whose namespace's labels match (kubectl syntax; '' "
+            "for all).",
+        ),
+    ] = DEFAULT_SELECTOR,
+    room_for_priority_class: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--room-for-priority-class", help="Make room only for pending pods of these PriorityClasses."
+        ),
+    ] = None,
+    move_namespace: Annotated[
+        list[str] | None,
+        typer.Option("--move-namespace", help="Move only pods of these namespaces (repeat)."),
+    ] = None,
+    move_namespace_selector: Annotated[
+        str,
+        typer.Option(
+            "--move-namespace-selector",
+            help="Move only pods whose namespace's labels match (kubectl syntax; '' for all).",
+        ),
+    ] = DEFAULT_SELECTOR,
+    move_priority_class: Annotated[
+        list[str] | None,
+        typer.Option("--move-priority-class", help="Move only pods of these PriorityClasses (repeat)."),
+    ] = None,
+    records_namespace: Annotated[
+        str,
+        typer.Option(
+            "--records-namespace", help="Where makeroom keeps its Relocation and Consolidation records."
+        ),
+    ] = RUN.records_namespace,
     interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = duration_text(
         DEFAULT.interval
     ),
@@ -186,13 +242,19 @@ def run_cmd(
     )
     for problem in config.problems():
         usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
+    scope = scope_from_flags(
+        namespace or [],
+        (room_for_namespace or [], room_for_namespace_selector, room_for_priority_class or []),
+        (move_namespace or [], move_namespace_selector, move_priority_class or []),
+    )
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))
     api, where = connect_or_exit(kubeconfig, context, impersonate, qps, burst)
     opts = RunOptions(
         config=config,
         dry_run=dry_run,
-        namespaces=tuple(namespace or ()),
+        scope=scope,
+        records_namespace=records_namespace,
         groups=group_config,
         metrics_port=metrics_port or None,
         metrics_host=metrics_host,

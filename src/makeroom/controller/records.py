@@ -1,30 +1,40 @@
-"""What the controller writes on the objects it touches, so that a fresh controller can resume or
-roll back what a dead one started. Nothing else of its progress lives anywhere. (The victim mark,
-makeroom.io/victim-of, lives in the model: the simulator's ReplicaSets read it too.)"""
+"""makeroom's own records: what a relocation or a consolidation under way has decided and done, so that
+a fresh controller resumes or rolls back what a dead one started.
+
+They live in a store that only makeroom writes (the port's ``records``/``save_record``/
+``delete_record``: custom resources in makeroom's own namespace on a real cluster, the simulated API
+server's store in the simulator), never on objects a tenant may write. What makeroom still puts on
+pods (the victim mark, the deletion cost, the scale-up delay) and nodes (its taints) only acts on the
+cluster; it is never read back as a plan. (The victim mark, makeroom.io/victim-of, lives in the model:
+the simulator's ReplicaSets read it too.)
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from makeroom.controller.config import Strategy
 
-RELOCATION = "makeroom.io/relocation"
-"""On the pending pod: the relocation under way for it (a JSON Relocation)."""
-CONSOLIDATION = "makeroom.io/consolidation"
-"""On a node being emptied for the autoscaler to remove: the consolidation under way (JSON)."""
 CONSOLIDATING_TAINT = "makeroom.io/consolidating"
 """NoSchedule taint on a node being emptied, so that the pods moved off it cannot come straight back."""
-SURGE = "makeroom.io/surge"
-"""On a workload that ``migrate`` scaled up: its replicas before, by how much, and for which pod."""
 PRIOR_DELETION_COST = "makeroom.io/prior-deletion-cost"
 """On a victim: its pod-deletion-cost before makeroom lowered it, restored on roll-back."""
 VICTIM_DELETION_COST = "-2147483647"
 """The lowest pod-deletion-cost: the ReplicaSet removes these pods first when it scales down."""
 
 MAKEROOM_PREFIX = "makeroom.io/"
+
+
+class RecordKind(StrEnum):
+    """The two kinds of record: what each is about (its subject) differs."""
+
+    RELOCATION = "relocation"
+    """Room made for one pending pod; its subject is the pod's key (``namespace/name``)."""
+    CONSOLIDATION = "consolidation"
+    """A costly node being emptied; its subject is the node's name."""
 
 
 class Phase(StrEnum):
@@ -45,6 +55,15 @@ class Victim:
     node: str
 
 
+@dataclass(slots=True)
+class Surge:
+    """The make-before-break surge of one workload, decided when the record is written."""
+
+    by: int  # replicas added: the workload's victims
+    base: int  # replicas before the surge, restored when it ends
+    need_ready: int  # Ready pods other than the victims before the workload may shrink back
+
+
 @dataclass(slots=True, kw_only=True)
 class Moves:
     """What a relocation and a consolidation share: the pods that leave, the make-before-break surge
@@ -57,77 +76,155 @@ class Moves:
     victims: list[Victim]
     phase: Phase = Phase.HOLDING
     since: float = 0.0  # when the current phase began
-    surge: dict[str, int] = field(default_factory=dict)  # workload -> extra replicas
+    surge: dict[str, Surge] = field(default_factory=dict)  # workload -> its surge
+    why: str = ""  # one line for people: what makeroom does and why (the Event it started with)
 
-    def _fields(self) -> dict[str, Any]:
-        return asdict(self)
+    kind: ClassVar[RecordKind]
 
-    def to_json(self) -> str:
-        return json.dumps(self._fields(), sort_keys=True, separators=(",", ":"))
+    @property
+    def subject(self) -> str:
+        raise NotImplementedError
 
-    @classmethod
-    def _parse(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        raw["victims"] = [Victim(**v) for v in raw["victims"]]
-        raw["phase"] = Phase(raw.get("phase", Phase.HOLDING))
-        return raw
+    @property
+    def surging(self) -> frozenset[str]:
+        """The workloads scaled up now: the surge holds until the phase leaves ``holding``."""
+        return frozenset(self.surge) if self.phase is Phase.HOLDING else frozenset()
+
+    def to_fields(self) -> dict[str, Any]:
+        """Plain values (the store's format): JSON for the simulator, a custom resource's spec and
+        status on a real cluster."""
+        return {
+            "node": self.node,
+            "started": self.started,
+            "deadline": self.deadline,
+            "victims": [{"pod": v.pod, "workload": v.workload, "node": v.node} for v in self.victims],
+            "phase": self.phase.value,
+            "since": self.since,
+            "surge": {
+                w: {"by": s.by, "base": s.base, "need_ready": s.need_ready} for w, s in self.surge.items()
+            },
+            "why": self.why,
+        }
+
+    @staticmethod
+    def _parse(raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The shared fields, checked: a damaged record raises (ValueError, TypeError, KeyError)."""
+        victims = [_victim(v) for v in raw["victims"]]
+        surge = {str(w): _surge(s) for w, s in (raw.get("surge") or {}).items()}
+        return {
+            "node": _text(raw["node"]),
+            "started": _number(raw["started"]),
+            "deadline": _number(raw["deadline"]),
+            "victims": victims,
+            "phase": Phase(raw.get("phase", Phase.HOLDING)),
+            "since": _number(raw.get("since", 0.0)),
+            "surge": surge,
+            "why": str(raw.get("why") or ""),
+        }
 
 
 @dataclass(slots=True, kw_only=True)
 class Relocation(Moves):
-    """On the pending pod (``makeroom.io/relocation``): the room made for it on ``node``."""
+    """Room made for the pending pod ``pod`` on ``node``."""
 
+    pod: str  # key
     strategy: Strategy
 
+    kind: ClassVar[RecordKind] = RecordKind.RELOCATION
+
+    @property
+    def subject(self) -> str:
+        return self.pod
+
+    def to_fields(self) -> dict[str, Any]:
+        return {**Moves.to_fields(self), "pod": self.pod, "strategy": self.strategy.value}
+
     @classmethod
-    def from_json(cls, text: str) -> Relocation | None:
-        """None for a record that is not ours or is damaged: the caller rolls that pod back."""
+    def from_fields(cls, raw: Mapping[str, Any]) -> Relocation | None:
+        """None for a record that is damaged or not a relocation: the caller rolls that pod back."""
         try:
-            raw = cls._parse(json.loads(text))
-            raw["strategy"] = Strategy(raw["strategy"])
-            if not raw["strategy"].relocates:
+            strategy = Strategy(raw["strategy"])
+            if not strategy.relocates:
                 return None
-            return cls(**raw)
+            return cls(pod=_text(raw["pod"]), strategy=strategy, **Moves._parse(raw))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-
-
-CONSOLIDATION_RECORD_TAG = "consolidate"
-"""The ``strategy`` field that a consolidation record carries on the wire: the format of the records
-before they had types of their own, kept so that the previous version reads them during an upgrade."""
 
 
 @dataclass(slots=True, kw_only=True)
 class Consolidation(Moves):
-    """On the node being emptied (``makeroom.io/consolidation``): its pods moving to cheaper nodes."""
+    """The node ``node`` being emptied: its pods move to cheaper nodes."""
 
-    def _fields(self) -> dict[str, Any]:
-        return {**asdict(self), "strategy": CONSOLIDATION_RECORD_TAG}
+    kind: ClassVar[RecordKind] = RecordKind.CONSOLIDATION
+
+    @property
+    def subject(self) -> str:
+        return self.node
 
     @classmethod
-    def from_json(cls, text: str) -> Consolidation | None:
-        """None for a record that is not ours or is damaged: the caller gives that node up."""
+    def from_fields(cls, raw: Mapping[str, Any]) -> Consolidation | None:
+        """None for a record that is damaged: the caller gives that node up."""
         try:
-            raw = cls._parse(json.loads(text))
-            if raw.pop("strategy", CONSOLIDATION_RECORD_TAG) != CONSOLIDATION_RECORD_TAG:
-                return None
-            return cls(**raw)
+            return cls(**Moves._parse(raw))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
 
 
+Record = Relocation | Consolidation
+
+
 @dataclass(slots=True)
-class Surge:
-    base: int  # replicas before the surge
-    by: int
-    for_pod: str
-    need_ready: int  # Ready pods other than the victims before the workload may shrink back
+class Records:
+    """Every record in the store, by subject. None marks a record that cannot be read (damaged): the
+    controller rolls back what it can and removes it."""
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+    relocations: dict[str, Relocation | None] = field(default_factory=dict)  # pod key -> record
+    consolidations: dict[str, Consolidation | None] = field(default_factory=dict)  # node -> record
 
-    @classmethod
-    def from_json(cls, text: str) -> Surge | None:
-        try:
-            return cls(**json.loads(text))
-        except (ValueError, TypeError):
-            return None
+    def surging(self) -> frozenset[str]:
+        """Workloads scaled up by a record under way: their new pods wait for room by design."""
+        out: set[str] = set()
+        for record in (*self.relocations.values(), *self.consolidations.values()):
+            if record is not None:
+                out |= record.surging
+        return frozenset(out)
+
+    def moving(self) -> frozenset[str]:
+        """Pods that a record under way moves: no other plan may count on them."""
+        return frozenset(
+            v.pod
+            for record in (*self.relocations.values(), *self.consolidations.values())
+            if record is not None
+            for v in record.victims
+        )
+
+    def moves_in_flight(self) -> int:
+        """Moves that relocations under way hold (the bound ``max_moves_in_flight`` counts them)."""
+        return sum(len(r.victims) for r in self.relocations.values() if r is not None)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"expected a name, got {value!r}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"expected a count, got {value!r}")
+    return value
+
+
+def _victim(raw: Any) -> Victim:
+    workload = raw.get("workload")
+    return Victim(_text(raw["pod"]), None if workload is None else _text(workload), _text(raw["node"]))
+
+
+def _surge(raw: Any) -> Surge:
+    return Surge(by=_count(raw["by"]), base=_count(raw["base"]), need_ready=_count(raw["need_ready"]))

@@ -18,13 +18,16 @@ from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlock
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import (
     PRIOR_DELETION_COST,
-    SURGE,
     VICTIM_DELETION_COST,
     Moves,
+    Record,
+    Records,
     Relocation,
     Surge,
     Victim,
 )
+from makeroom.controller.scope import NamespaceLabels, Scope
+from makeroom.controller.validate import Action, Command, Refusal, RefusedError, Validator
 from makeroom.model import DELETION_COST, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 
@@ -112,10 +115,14 @@ class TickReport:
 
 
 class Steps:
-    def __init__(self, cluster: Cluster, clock: Clock, config: ControllerConfig) -> None:
+    def __init__(
+        self, cluster: Cluster, clock: Clock, config: ControllerConfig, scope: Scope | None = None
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.config = config
+        self.scope = scope or Scope()
+        self.validator = Validator(config, self.scope, cluster)
         self.retry: dict[RetryKey, Retry] = {}
         self.moved_workloads: dict[str, float] = {}  # workload -> when makeroom last moved its pods
         self.report = TickReport()
@@ -125,6 +132,18 @@ class Steps:
         """One call through the port: an action boundary, where a controller may die."""
         verb(*args)
         self.report.actions += 1
+
+    def gated(
+        self, action: Action, record: Record, target: str, verb: Callable[..., None], *args: object
+    ) -> None:
+        """An action of a record, re-checked against the live cluster just before it is sent: a
+        refusal raises RefusedError, and the caller rolls the whole record back."""
+        self.validator.check(Command(action, record, target))
+        self.act(verb, *args)
+
+    def save(self, record: Record) -> None:
+        """The record, in makeroom's own store: written before the actions it describes."""
+        self.act(self.cluster.save_record, record)
 
     def event(self, kind: ObjectKind, key: str, reason: Reason, message: str) -> None:
         try:
@@ -160,7 +179,7 @@ class Steps:
 
     # --- the pods that leave -------------------------------------------------------------------
     def mark_victim(
-        self, state: ClusterState, victim: Victim, anchor: str, label: str, lowest_cost: bool
+        self, state: ClusterState, record: Record, victim: Victim, anchor: str, label: str, lowest_cost: bool
     ) -> None:
         p = state.pods.get(victim.pod)
         if p is None or p.terminating or p.annotations.get(VICTIM_OF) == anchor:
@@ -170,46 +189,87 @@ class Steps:
             changes[DELETION_COST] = VICTIM_DELETION_COST
             if DELETION_COST in p.annotations:
                 changes[PRIOR_DELETION_COST] = p.annotations[DELETION_COST]
-        self.act(self.cluster.annotate_pod, victim.pod, changes)
+        try:
+            self.gated(Action.MARK, record, victim.pod, self.cluster.annotate_pod, victim.pod, changes)
+        except NotFoundError:
+            return  # gone since the snapshot was taken (a cache a little behind): nothing to mark
         self.report.moves += 1
         self.event(
             ObjectKind.POD, victim.pod, Reason.MOVING, f"moving off {victim.node} to make room for {label}"
         )
 
-    def surge(self, state: ClusterState, record: Moves, anchor: str, label: str) -> bool:
+    def scalable(self, state: ClusterState, victims: list[Victim]) -> set[str]:
+        """The victims' workloads that a surge may scale: no other controller sets their replicas, and
+        each is the Deployment that controls its victims by owner references (never by name)."""
+        out = set()
+        for workload in {v.workload for v in victims if v.workload is not None}:
+            w = state.workloads.get(workload)
+            if w is None or w.replicas_owner is not None:
+                continue
+            if all(self.cluster.deployment_of(v.pod) == workload for v in victims if v.workload == workload):
+                out.add(workload)
+        return out
+
+    def pinned(self, state: ClusterState, records: Records, namespaces: NamespaceLabels) -> frozenset[str]:
+        """Pods no new plan may move: outside the admin's scope, moving for a record under way, or of a
+        workload that a record surges now."""
+        surging = records.surging()
+        held = {p.key for p in state.pods.values() if p.workload in surging} if surging else set()
+        return self.scope.move.outside(state.pods, namespaces) | records.moving() | held
+
+    @staticmethod
+    def others_ready(state: ClusterState, workload: str, victims: set[str]) -> int:
+        """Ready pods of the workload other than the victims: what a surge waits for."""
+        return sum(
+            1
+            for p in state.pods.values()
+            if p.workload == workload and p.ready and not p.terminating and p.key not in victims
+        )
+
+    def plan_surges(self, state: ClusterState, victims: list[Victim], scalable: set[str]) -> dict[str, Surge]:
+        """The surge of each workload of ``scalable`` with victims: by its victims, from the replicas
+        it has now, done once that many more Ready pods than it has now (the victims aside) are up."""
+        by: dict[str, int] = {}
+        for v in victims:
+            if v.workload is not None and v.workload in scalable:
+                by[v.workload] = by.get(v.workload, 0) + 1
+        keys = {v.pod for v in victims}
+        return {
+            w: Surge(by=n, base=state.workloads[w].replicas, need_ready=self.others_ready(state, w, keys) + n)
+            for w, n in by.items()
+        }
+
+    def surge(self, state: ClusterState, record: Record, anchor: str, label: str) -> bool:
         """Scale each victim's workload up by its victims, the victims given the lowest deletion
         cost; True once every replacement is Ready (make-before-break)."""
         victims = {v.pod for v in record.victims}
         ready = True
-        for workload, extra in record.surge.items():
+        for workload, surge in record.surge.items():
             w = state.workloads.get(workload)
             if w is None:
                 continue
-            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
-            others_ready = sum(
-                1
-                for p in state.pods.values()
-                if p.workload == workload and p.ready and not p.terminating and p.key not in victims
-            )
-            if surge is None:
-                surge = Surge(base=w.replicas, by=extra, for_pod=anchor, need_ready=others_ready + extra)
-                record_text = surge.to_json()
-                self.act(self.cluster.annotate_workload, workload, {SURGE: record_text})
             for v in record.victims:
                 if v.workload == workload:
-                    self.mark_victim(state, v, anchor, label, lowest_cost=True)
-            if w.replicas != surge.base + surge.by:
-                self.act(self.cluster.scale, workload, surge.base + surge.by)
-            ready = ready and others_ready >= surge.need_ready
+                    self.mark_victim(state, record, v, anchor, label, lowest_cost=True)
+            if w.replicas == surge.base:
+                self.gated(
+                    Action.SURGE, record, workload, self.cluster.scale, workload, surge.base + surge.by
+                )
+            elif w.replicas != surge.base + surge.by:
+                raise RefusedError(
+                    Refusal.REPLICAS_CHANGED,
+                    f"{workload} has {w.replicas} replicas; makeroom surged it from {surge.base}",
+                )
+            ready = ready and self.others_ready(state, workload, victims) >= surge.need_ready
         return ready
 
     def shrink(self, state: ClusterState, record: Moves) -> None:
         """Back to the replicas wanted; the ReplicaSet removes the victims first, for their deletion
         cost is the lowest."""
-        for workload in record.surge:
-            self.undo_surge(state, workload)
+        for workload, surge in record.surge.items():
+            self.undo_surge(state, record, workload, surge)
 
-    def evict_victims(self, state: ClusterState, record: Moves, anchor: str, label: str, now: float) -> None:
+    def evict_victims(self, state: ClusterState, record: Record, anchor: str, label: str, now: float) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)
             retry = RetryKey.pod(victim.pod)
@@ -217,9 +277,9 @@ class Steps:
                 continue
             if isinstance(record, Relocation) and record.strategy is Strategy.EVICT:
                 # migrate and consolidation marked their victims when they surged
-                self.mark_victim(state, victim, anchor, label, lowest_cost=False)
+                self.mark_victim(state, record, victim, anchor, label, lowest_cost=False)
             try:
-                self.act(self.cluster.evict, victim.pod)
+                self.gated(Action.EVICT, record, victim.pod, self.cluster.evict, victim.pod)
             except EvictionBlockedError:
                 wait = self.back_off(retry, now)
                 log.info(
@@ -257,22 +317,19 @@ class Steps:
         if changes:
             self.act(self.cluster.annotate_pod, p.key, changes)
 
-    def undo_surge(self, state: ClusterState, workload: str) -> None:
-        """Back to the replicas before the surge (only if nobody changed them since), record removed."""
+    def undo_surge(self, state: ClusterState, record: Moves, workload: str, surge: Surge) -> None:
+        """Back to the replicas before the surge, only if nobody changed them since (and only by what
+        the record's own victims account for: a record that says more is not makeroom's)."""
         w = state.workloads.get(workload)
-        if w is None or SURGE not in w.annotations:
+        if w is None or w.replicas != surge.base + surge.by or surge.by == 0:
             return
-        surge = Surge.from_json(w.annotations[SURGE])
-        if surge is not None and w.replicas == surge.base + surge.by:
-            self.act(self.cluster.scale, workload, surge.base)
-        self.act(self.cluster.annotate_workload, workload, {SURGE: None})
+        if surge.by != sum(1 for v in record.victims if v.workload == workload):
+            log.warning("surge not undone: it does not match its victims", extra={"workload": workload})
+            return
+        self.act(self.cluster.scale, workload, surge.base)
 
     def collect_orphans(self, state: ClusterState, live: set[str], marked: list[Pod]) -> None:
-        """What a controller that died between two actions left without a record: undo it."""
-        for name, w in state.workloads.items():
-            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
-            if SURGE in w.annotations and (surge is None or surge.for_pod not in live):
-                self.undo_surge(state, name)
+        """Victim marks that no record explains (a controller died between two actions): removed."""
         for p in marked:
             if p.annotations.get(VICTIM_OF) not in live and not p.terminating:
                 self.unmark(p)

@@ -57,9 +57,15 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
             f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
             f"metadata.name={STATUS_CONFIGMAP}",
         ),
+        Resource("Namespace", "/api/v1/namespaces"),
         Resource("NodePool", "/apis/karpenter.sh/v1/nodepools", optional=True),
         Resource("NodeClaim", "/apis/karpenter.sh/v1/nodeclaims", optional=True),
     )
+
+
+NOT_IN_STATE = frozenset({"Namespace"})
+"""Kinds the controller reads beside the ClusterState (the scope's namespace labels): a change to
+them never needs the state built again."""
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -288,6 +294,8 @@ class Cache:
                 return self._built[1]
             with self._version_lock:
                 dirty, self._dirty = self._dirty, defaultdict(set)
+            for kind in NOT_IN_STATE:
+                dirty.pop(kind, None)
             start = time.perf_counter()
             if (
                 self._built is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from makeroom.kube.cache import OPTIONAL_STATUSES, Resource, resources
+from makeroom.kube.cache import NOT_IN_STATE, OPTIONAL_STATUSES, Resource, resources
 from makeroom.kube.client import Api, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner
 
@@ -29,6 +29,8 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
         "NodeClaim": "karpenter.sh/v1",
     }
     for r in resources(autoscaler_namespace):
+        if r.kind in NOT_IN_STATE:
+            continue  # not a planning input (the controller's scope reads them)
         query = {"fieldSelector": r.field_selector} if r.field_selector else {}
         for items, _ in _pages(api, r, query):
             for item in items:

@@ -69,7 +69,7 @@ class Metrics:
         for outcome in RELOCATION_OUTCOMES:
             self.relocations.labels(outcome=outcome)
         self.in_flight = Gauge(
-            "makeroom_relocation_in_flight", "Relocations under way (records on pending pods).", registry=r
+            "makeroom_relocation_in_flight", "Relocations under way (Relocation records).", registry=r
         )
         self.pending = Gauge(
             "makeroom_relocation_pending_pods", "Unschedulable pods waiting for room.", registry=r
@@ -92,7 +92,7 @@ class Metrics:
             self.consolidations.labels(outcome=outcome)
         self.consolidating = Gauge(
             "makeroom_consolidation_in_flight",
-            "Consolidations under way (records on nodes).",
+            "Consolidations under way (Consolidation records).",
             registry=r,
         )
         # api: what makeroom changes in the cluster

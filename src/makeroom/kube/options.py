@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from makeroom.controller import ControllerConfig
+from makeroom.controller.scope import Scope
 from makeroom.snapshot import GroupConfig
 
 
@@ -31,13 +32,14 @@ def default_identity() -> str:
 class RunOptions:
     config: ControllerConfig = field(default_factory=ControllerConfig)
     dry_run: bool = False
-    namespaces: tuple[str, ...] = ()
+    scope: Scope = field(default_factory=Scope)
     groups: GroupConfig | None = None
     metrics_port: int | None = 8080
     metrics_host: str = "0.0.0.0"
     leader_elect: bool = True
     lease_namespace: str = "default"
     lease_name: str = "makeroom"
+    records_namespace: str = "default"  # where makeroom keeps its Relocation and Consolidation records
     identity: str = field(default_factory=default_identity)
     nomination: NominationMode = NominationMode.AUTO
     autoscaler_namespace: str = "kube-system"

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from makeroom.controller import Controller
-from makeroom.controller.records import CONSOLIDATION, RELOCATION
+from makeroom.controller.records import RecordKind
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError
@@ -49,7 +49,7 @@ class Runner:
             api,
             self.cache,
             identity=opts.identity,
-            namespaces=opts.namespaces,
+            records_namespace=opts.records_namespace,
             nomination=Nomination(NominationMode(opts.nomination)),
             may_act=self.may_act,
             on_action=self._on_action,
@@ -131,7 +131,7 @@ class Runner:
         self.metrics.leader.set(1)
         if self.controller is None:
             log.info("acting", extra={"identity": self.opts.identity, "dry_run": self.opts.dry_run})
-            self.controller = Controller(self.port, self.kube, self.opts.config)
+            self.controller = Controller(self.port, self.kube, self.opts.config, self.opts.scope)
         started = time.perf_counter()
         try:
             state = self.port.snapshot()
@@ -156,8 +156,8 @@ class Runner:
         self.metrics.count(report)
         after = self.port.snapshot()
         self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
-        self.metrics.in_flight.set(sum(1 for p in after.pods.values() if RELOCATION in p.annotations))
-        self.metrics.consolidating.set(sum(1 for n in after.nodes.values() if CONSOLIDATION in n.annotations))
+        self.metrics.in_flight.set(len(self.kube.in_flight[RecordKind.RELOCATION]))
+        self.metrics.consolidating.set(len(self.kube.in_flight[RecordKind.CONSOLIDATION]))
         if report.started or report.done or report.rolled_back or report.errors:
             log.info(
                 "reconciled",

@@ -60,7 +60,12 @@ def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     owners = [
-        {"kind": r.get("kind"), "name": r.get("name"), "controller": bool(r.get("controller"))}
+        {
+            "kind": r.get("kind"),
+            "name": r.get("name"),
+            "uid": r.get("uid"),
+            "controller": bool(r.get("controller")),
+        }
         for r in meta.get("ownerReferences") or ()
     ]
     m: JSON = {
@@ -228,6 +233,15 @@ def slim_nodeclaim(obj: Mapping[str, Any], intern: Interner) -> JSON:
     }
 
 
+def slim_namespace(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """Its name and labels: the scope's namespace selectors read them (only an admin sets them)."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "Namespace",
+        "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
+    }
+
+
 SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Pod": slim_pod,
     "Node": slim_node,
@@ -237,6 +251,7 @@ SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "ConfigMap": slim_configmap,
     "NodePool": slim_nodepool,
     "NodeClaim": slim_nodeclaim,
+    "Namespace": slim_namespace,
 }
 
 

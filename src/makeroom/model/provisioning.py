@@ -111,6 +111,12 @@ def fitting(group: NodeGroup, spec: PodSpec, requests: Resources, room: Headroom
     )
 
 
+def pool_takes(group: NodeGroup, spec: PodSpec) -> bool:
+    """A new node of the pool, of some type it may launch, could take a pod of this spec."""
+    requests = PodSpec.effective(spec.requests)
+    return any(admits(group, spec, it) and requests.fits_in(it.capacity) for it in launchable(group))
+
+
 def cheapest(options: Sequence[InstanceType]) -> InstanceType:
     """The type the cloud launches among a NodeClaim's options: the cheapest (ties: as listed)."""
     return min(options, key=lambda it: it.price_per_hour)

@@ -11,7 +11,9 @@ from dataclasses import replace
 
 from makeroom.controller.port import EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.model import AutoscalerKind, Pod, Taint, TaintEffect, Toleration, Workload
+from makeroom.controller.records import Consolidation, Record, RecordKind, Records, Relocation
+from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
+from makeroom.model import AutoscalerKind, OwnerKind, Pod, Taint, TaintEffect, Toleration, Workload
 from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
@@ -44,6 +46,34 @@ class SimCluster:
     def snapshot(self) -> ClusterState:
         self._release_orphans()
         return self.world.state
+
+    def namespaces(self) -> NamespaceLabels:
+        names = {w.namespace for w in self.world.workloads.values()} | {"default"}
+        return {n: {NAME_LABEL: n} for n in sorted(names)}
+
+    def deployment_of(self, pod: str) -> str | None:
+        """Every simulated workload is a Deployment: a pod's is the one that made it."""
+        found = self.world.state.pods.get(pod)
+        if found is None or found.owner_kind is not OwnerKind.REPLICA_SET:
+            return None
+        return found.workload
+
+    # makeroom's records, as custom resources of the simulated API server: stored as plain fields and
+    # parsed on each read, so the controller never holds the stored object itself
+    def records(self) -> Records:
+        out = Records()
+        for (kind, name), fields in self.world.custom.items():
+            if kind == RecordKind.RELOCATION:
+                out.relocations[name] = Relocation.from_fields(fields)
+            elif kind == RecordKind.CONSOLIDATION:
+                out.consolidations[name] = Consolidation.from_fields(fields)
+        return out
+
+    def save_record(self, record: Record) -> None:
+        self.world.custom[(record.kind.value, record.subject)] = record.to_fields()  # fresh containers
+
+    def delete_record(self, kind: RecordKind, subject: str) -> None:
+        self.world.custom.pop((kind.value, subject), None)
 
     def _pod(self, key: str) -> Pod:
         pod = self.world.state.pods.get(key)
@@ -81,12 +111,6 @@ class SimCluster:
     def taint_node(self, node: str, taint: Taint) -> None:
         current = self._node_taints(node)
         self.world.set_taints(node, (*(t for t in current if t.key != taint.key), taint))
-
-    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
-        found = self.world.state.nodes.get(node)
-        if found is None:
-            raise NotFoundError(f"node {node} not found")
-        _apply(found.annotations, changes)
 
     def untaint_node(self, node: str, key: str) -> None:
         self.world.set_taints(node, tuple(t for t in self._node_taints(node) if t.key != key))
@@ -137,9 +161,6 @@ class SimCluster:
     def scale(self, workload: str, replicas: int) -> None:
         self._workload(workload)
         self.world.scale(workload, replicas, reason=SURGE_REASON)
-
-    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
-        _apply(self._workload(workload).annotations, changes)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.world.rec.event(

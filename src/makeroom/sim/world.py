@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGroup, Pod, Taint, Workload
 from makeroom.model.provisioning import node_labels
@@ -48,6 +49,8 @@ class World:
         self.on_change: list[Callable[[], None]] = []  # wakes the scheduler
         self.on_pod_event: list[Callable[[str], None]] = []  # a pod bound to or leaving a node (by name)
         self.instance_type: dict[str, InstanceType] = {}  # node -> its type, for nodes launched as one
+        self.custom: dict[tuple[str, str], dict[str, Any]] = {}
+        """Custom resources by (kind, name), as the API server stores them: makeroom's records."""
         self._reconciling: set[str] = set()
         for g in groups:
             recorder.groups[g.name] = GroupTrack(g.price_per_hour)
