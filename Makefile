@@ -2,19 +2,39 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+HASH := $(shell sha1sum pyproject.toml | cut -c1-12)
+# What the demo needs: makeroom and its runtime dependencies only.
+RUNTIME := $(VENV)/.runtime-$(HASH)
+# What the tests need besides: the dev tools, the Kubernetes client, OR-Tools.
+STAMP := $(VENV)/.installed-$(HASH)
+PIP := $(BIN)/pip --quiet --disable-pip-version-check
 
-.PHONY: demo test lint typecheck unit e2e-binaries e2e bench clean
+.PHONY: demo test lint typecheck unit e2e-binaries e2e bench browser clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(PIP) install -e .
+	rm -f $(VENV)/.runtime-*
+	touch $@
+
+$(STAMP): $(RUNTIME)
+	$(PIP) install --upgrade pip
+	$(PIP) install -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(BIN)/makeroom demo
+
+# Headless Chromium for the HTML report's screenshot test (tests/report/test_html_in_chromium.py):
+# Debian's package, installed only where it is missing, without questions.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		echo "installing chromium (Debian) for the report's screenshot test"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests e2e
@@ -26,9 +46,9 @@ typecheck: $(STAMP)
 # The real control plane for the end-to-end tests, built from Go modules into a cache that a warm run
 # reuses (see e2e/README.md). MAKEROOM_E2E=0 skips it, and the e2e tests with it.
 e2e-binaries:
-	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh; fi
+	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh && bash e2e/build-karpenter.sh; fi
 
-test: lint typecheck e2e-binaries
+test: lint typecheck e2e-binaries browser
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -26,6 +26,7 @@ import makeroom.examples
 from .cluster import ControlPlane
 from .procs import _die_with_parent
 from .scenario import LoadedScenario
+from .tenancy import delete_cluster_scoped, is_hook, wait_established
 
 REPO = Path(__file__).resolve().parents[2]  # e2e/makeroom_e2e/ -> the repository
 CHART = REPO / "deploy" / "helm" / "makeroom"
@@ -81,9 +82,10 @@ def apply(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
     from kubernetes import utils  # type: ignore[import-untyped,unused-ignore]
 
     for obj in objects:
-        if obj["kind"] == "Deployment":
+        if obj["kind"] == "Deployment" or is_hook(obj):
             continue  # the controller runs as a process here (no container runtime); its args are used
         utils.create_from_dict(cp.api, obj)  # type: ignore[no-untyped-call,unused-ignore]
+    wait_established(cp, objects)
 
 
 def delete(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
@@ -103,6 +105,7 @@ def delete(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
                 rbac.delete_namespaced_role_binding(name, ns)
             elif obj["kind"] == "PriorityClass":
                 cp.scheduling.delete_priority_class(name)
+    delete_cluster_scoped(cp, objects)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("command", [["run"], ["snapshot", "-o", "out.yaml"], ["plan"]])
+@pytest.mark.parametrize("command", [["run"], ["snapshot", "--write", "out.yaml"], ["plan"]])
 def test_missing_kubeconfig_exits_2(command: list[str], tmp_path: Path) -> None:
     result = cli(*command, "--kubeconfig", tmp_path / "nope")
     assert result.exit_code == 2
@@ -34,7 +34,7 @@ def test_missing_kubeconfig_exits_2(command: list[str], tmp_path: Path) -> None:
 def test_broken_kubeconfig_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "kc"
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: 3\n")
-    result = cli("snapshot", "-o", tmp_path / "o.yaml", "--kubeconfig", bad)
+    result = cli("snapshot", "--write", tmp_path / "o.yaml", "--kubeconfig", bad)
     assert result.exit_code == 2 and "makeroom:" in result.output
 
 

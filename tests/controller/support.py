@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from makeroom.cli.wiring import build
-from makeroom.controller import Controller, ControllerConfig
+from makeroom.controller import Controller, ControllerConfig, ObjectKind, Reason, Strategy
+from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Taint, Toleration
 from makeroom.model.state import ClusterState
 from makeroom.scenario import Scenario
 from makeroom.sim import Options, Result, Simulation
 from makeroom.sim.clock import Phase
 from makeroom.sim.port import SimCluster
+from makeroom.sim.runs import build
 
 
 class Crash(Exception):  # noqa: N818 - it is the event, not an error of the code under test
@@ -38,6 +40,23 @@ class CrashingPort:
     def snapshot(self) -> ClusterState:
         return self.inner.snapshot()
 
+    def namespaces(self) -> NamespaceLabels:
+        return self.inner.namespaces()
+
+    def deployment_of(self, pod: str) -> str | None:
+        return self.inner.deployment_of(pod)
+
+    def records(self) -> Records:
+        return self.inner.records()
+
+    def save_record(self, record: Record) -> None:
+        self._step()
+        self.inner.save_record(record)
+
+    def delete_record(self, kind: RecordKind, subject: str) -> None:
+        self._step()
+        self.inner.delete_record(kind, subject)
+
     def evict(self, pod: str) -> None:
         self._step()
         self.inner.evict(pod)
@@ -58,10 +77,6 @@ class CrashingPort:
         self._step()
         self.inner.taint_node(node, taint)
 
-    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
-        self._step()
-        self.inner.annotate_node(node, changes)
-
     def untaint_node(self, node: str, key: str) -> None:
         self._step()
         self.inner.untaint_node(node, key)
@@ -74,15 +89,13 @@ class CrashingPort:
         self._step()
         self.inner.scale(workload, replicas)
 
-    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
-        self._step()
-        self.inner.annotate_workload(workload, changes)
-
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.inner.emit_event(kind, name, reason, message)
 
 
-def run_with_crash(scenario: Scenario, strategy: str, crash_at: int | None) -> tuple[Simulation, Result, int]:
+def run_with_crash(
+    scenario: Scenario, strategy: Strategy, crash_at: int | None
+) -> tuple[Simulation, Result, int]:
     """Run with the controller killed before its ``crash_at``-th action and a fresh one started
     on the next reconciliation; returns the simulation, its result and the actions counted."""
     sim = Simulation(scenario, Options(strategy=strategy))
@@ -120,6 +133,8 @@ def leftovers(sim: Simulation, scenario: Scenario) -> list[str]:
         for tol in pod.spec.tolerations:
             if tol.key.startswith("makeroom.io/"):
                 found.append(f"pod {pod.name}: toleration {tol.key}")
+    for kind, subject in sim.world.custom:
+        found.append(f"record {kind} {subject}")
     for node in state.nodes.values():
         for key in node.annotations:
             if key.startswith("makeroom.io/"):
@@ -139,7 +154,7 @@ def leftovers(sim: Simulation, scenario: Scenario) -> list[str]:
     return found
 
 
-def default_run(scenario: Scenario, strategy: str) -> Result:
+def default_run(scenario: Scenario, strategy: Strategy) -> Result:
     return build(scenario, strategy).run()
 
 

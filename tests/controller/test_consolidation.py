@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
+from makeroom.controller import Strategy
 from makeroom.scenario import load_scenario
 from tests.conftest import cli_json, seed
 from tests.controller.support import leftovers, run_with_crash
@@ -102,10 +103,10 @@ def test_a_consolidation_stops_when_a_pod_needs_relocation(tmp_path: Any) -> Non
 
 def test_a_fresh_controller_finishes_a_consolidation_after_a_crash_at_every_action() -> None:
     scenario = load_scenario(seed(4))
-    _, _, actions = run_with_crash(scenario, "migrate", None)
+    _, _, actions = run_with_crash(scenario, Strategy.MIGRATE, None)
     assert actions >= 5
     for crash_at in range(1, actions + 1):
-        sim, result, _ = run_with_crash(scenario, "migrate", crash_at)
+        sim, result, _ = run_with_crash(scenario, Strategy.MIGRATE, crash_at)
         where = f"killed before action {crash_at} of {actions}"
         assert result.data["node_groups"]["gpu"]["nodes_at_end"] == 0, where
         assert result.data["workloads"]["iris-classifier"]["min_ready"] == 15, where

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from makeroom.controller import RELOCATING, Strategy
 from makeroom.scenario import load_scenario
 from tests.conftest import seed
 from tests.controller.support import leftovers, ready, run_with_crash
 
 
 @pytest.mark.parametrize("n", [1, 2])
-@pytest.mark.parametrize("strategy", ["evict", "migrate"])
-def test_a_fresh_controller_finishes_after_a_crash_at_every_action(n: int, strategy: str) -> None:
+@pytest.mark.parametrize("strategy", sorted(RELOCATING))
+def test_a_fresh_controller_finishes_after_a_crash_at_every_action(n: int, strategy: Strategy) -> None:
     scenario = load_scenario(seed(n))
     _, clean, actions = run_with_crash(scenario, strategy, None)
     assert actions >= 5, "the relocation should take several actions"
@@ -27,8 +28,8 @@ def test_a_fresh_controller_finishes_after_a_crash_at_every_action(n: int, strat
         assert result.data["node_groups"]["gpu"]["nodes_added"] == 0, where
 
 
-@pytest.mark.parametrize("strategy", ["evict", "migrate"])
-def test_a_clean_run_leaves_nothing_behind(strategy: str) -> None:
+@pytest.mark.parametrize("strategy", sorted(RELOCATING))
+def test_a_clean_run_leaves_nothing_behind(strategy: Strategy) -> None:
     scenario = load_scenario(seed(2))
     sim, result, _ = run_with_crash(scenario, strategy, None)
     assert leftovers(sim, scenario) == []

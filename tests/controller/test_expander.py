@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from makeroom.cli.wiring import build
+from makeroom.controller import Strategy
 from makeroom.examples import __file__ as _examples
 from makeroom.planner import PlacementReason, Policy, plan
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
+from makeroom.sim.runs import build
 
 SEEDS = range(6)
 SEED_2 = Path(_examples).parent / "seed-2-wait-for-cpu-node.yaml"
@@ -37,7 +38,9 @@ def _seed2_gpu_may_grow(tmp_path: Path, expander: str) -> Path:
 
 
 def _state_when_text_generator_waits(path: Path) -> Any:
-    sim = Simulation(load_scenario(path), Options(strategy="none", keep_events=False, keep_samples=False))
+    sim = Simulation(
+        load_scenario(path), Options(strategy=Strategy.NONE, keep_events=False, keep_samples=False)
+    )
     sim.run(until=61)
     return sim.world.state
 
@@ -65,7 +68,7 @@ def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_prior
 def test_moved_replicas_never_grow_the_gpu_group(tmp_path: Path, expander: str, strategy: str) -> None:
     path = _seed2_gpu_may_grow(tmp_path, expander)
     for seed in SEEDS:  # least-waste's ties are broken by the seeded random choice
-        sim = build(load_scenario(path), strategy, seed=seed)
+        sim = build(load_scenario(path), Strategy(strategy), seed=seed)
         result = sim.run().data
         gpu_scale_ups = [e for e in result["events"] if e["kind"] == "scale_up" and e["group"] == "gpu"]
         for e in gpu_scale_ups:
@@ -86,7 +89,7 @@ def test_a_node_coming_up_tainted_not_ready_still_takes_the_pending_pod(tmp_path
 
     sim = Simulation(
         load_scenario(_seed2_gpu_may_grow(tmp_path, "priority")),
-        Options(strategy="none", keep_events=False, keep_samples=False),
+        Options(strategy=Strategy.NONE, keep_events=False, keep_samples=False),
     )
     sim.run(until=95)  # the autoscaler bought gpu-1 for text-generator at 90 s; it is coming up
     assert "gpu-1" in sim.world.state.nodes and not sim.world.state.nodes["gpu-1"].ready

@@ -74,8 +74,18 @@ class FakeApiServer(Transport):
             return status, json.dumps({"kind": "Status", "message": f"injected {status}"}).encode()
         url = urlsplit(path)
         p, query = url.path, parse_qs(url.query)
+        if method == "PATCH" and headers.get("Content-Type") == "application/apply-patch+yaml":
+            return self._apply(p, query, body)
         status, answer = self._serve(method, p, query, body)
         return status, json.dumps(answer).encode()
+
+    def _apply(self, p: str, query: Mapping[str, list[str]], body: Any) -> tuple[int, bytes]:
+        """Server-side apply by one field manager that owns every field it sends: create, or replace."""
+        if not query.get("fieldManager"):
+            return 422, json.dumps({"kind": "Status", "message": "fieldManager is required"}).encode()
+        created = p not in self.objects
+        stored = self.put(p, body)
+        return (201 if created else 200), json.dumps(stored).encode()
 
     def _serve(self, method: str, p: str, query: Mapping[str, list[str]], body: Any) -> tuple[int, Any]:
         def status(code: int, message: str) -> tuple[int, JSON]:

@@ -14,86 +14,19 @@ from typing import Any
 import pytest
 
 from makeroom.controller.port import ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.kube.cache import Cache, Informer, Resource
 from makeroom.kube.client import Api, GoneError, KubeError, RateLimiter
 from makeroom.kube.cluster import RESERVED_FOR, KubeCluster, Nomination, NotLeaderError
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.logs import JsonFormatter
 from makeroom.kube.metrics import HealthServer, Metrics
+from makeroom.kube.options import NominationMode
 from makeroom.kube.slim import Interner, is_unschedulable, slim_pod
 from makeroom.model import Taint, TaintEffect, Toleration
 from makeroom.snapshot import GroupConfig, GroupSpec, state_from_objects
+from tests.builders.kube import NS, node, pod, pod_path
 from tests.kube.fake import FakeApiServer, event_bytes
-
-NS = "apps"
-
-
-def node(name: str, group: str = "cpu", cpu: str = "4") -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"makeroom.io/group": group}},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "conditions": [
-                {"type": "Ready", "status": "True"},
-                {"type": "MemoryPressure", "status": "False"},
-            ],
-        },
-    }
-
-
-def pod(name: str, node_name: str | None, cpu: str = "1", priority: int = 0, **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "c",
-                "image": "x",
-                "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
-                "env": [{"name": "A"}],
-            }
-        ],
-        "priority": priority,
-        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "volumes": [{"name": "token", "projected": {}}],
-    }
-    if node_name:
-        spec["nodeName"] = node_name
-    conditions = [{"type": "Ready", "status": "True" if node_name else "False", "lastProbeTime": None}]
-    if not node_name:
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": "0/2 nodes are available",
-                "lastTransitionTime": "2026-01-01T00:00:10Z",
-            }
-        )
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": f"uid-{name}",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {"app": "web", "pod-template-hash": "h1"},
-            "annotations": {"a": "b"},
-            "ownerReferences": [{"kind": "ReplicaSet", "name": "web-h1", "controller": True, "uid": "rs"}],
-            "managedFields": [{"manager": "kube"}],
-        },
-        "spec": spec,
-        "status": {
-            "phase": "Running" if node_name else "Pending",
-            "conditions": conditions,
-            "hostIP": "1.2.3.4",
-        },
-        **extra,
-    }
-
-
-def pod_path(name: str) -> str:
-    return f"/api/v1/namespaces/{NS}/pods/{name}"
 
 
 def make_api(server: FakeApiServer, **kwargs: Any) -> tuple[Api, list[float]]:
@@ -381,19 +314,16 @@ def test_eviction_429_is_blocked_and_404_not_found() -> None:
     assert post[0][1].endswith("/pods/a/eviction") and post[0][2]["kind"] == "Eviction"
 
 
-def test_patches_scale_and_workload_annotations() -> None:
+def test_pod_annotations_and_the_scale_subresource() -> None:
     server = seeded()
     kc = cluster(server)
     kc.annotate_pod(f"{NS}/a", {"x": "1", "a": None})
     assert server.objects[pod_path("a")]["metadata"]["annotations"] == {"x": "1"}
     kc.scale(f"{NS}/web", 3)
-    kc.annotate_workload(f"{NS}/web", {"makeroom.io/surge": "{}"})
     d = server.objects[f"/apis/apps/v1/namespaces/{NS}/deployments/web"]
-    assert d["spec"]["replicas"] == 3 and d["metadata"]["annotations"] == {"makeroom.io/surge": "{}"}
-    kc.annotate_node("n1", {"makeroom.io/consolidation": "{}"})
-    assert server.objects["/api/v1/nodes/n1"]["metadata"]["annotations"] == {
-        "makeroom.io/consolidation": "{}"
-    }
+    assert d["spec"]["replicas"] == 3 and "annotations" not in d["metadata"]
+    (scale,) = [(m, p) for m, p, _ in server.calls if p.endswith("/scale")]
+    assert scale == ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/web/scale")
 
 
 def test_taints_and_tolerations_keep_the_others() -> None:
@@ -428,7 +358,7 @@ def test_nothing_is_written_when_not_the_leader() -> None:
         lambda: kc.annotate_pod(f"{NS}/a", {"x": "1"}),
         lambda: kc.scale("apps/web", 2),
         lambda: kc.nominate(f"{NS}/p", "g1"),
-        lambda: kc.emit_event("Pod", f"{NS}/p", "Relocating", "m"),
+        lambda: kc.emit_event(ObjectKind.POD, f"{NS}/p", Reason.RELOCATING, "m"),
     ]
     for verb in verbs:
         with pytest.raises(NotLeaderError):
@@ -439,7 +369,7 @@ def test_nothing_is_written_when_not_the_leader() -> None:
 def test_nomination_status_then_taint_fallback_when_the_cluster_clears_it() -> None:
     server = seeded()
     server.drop_status_fields.add("nominatedNodeName")  # a cluster that does not keep it
-    kc = cluster(server, nomination=Nomination("auto", clear_limit=2, settle=0.0))
+    kc = cluster(server, nomination=Nomination(NominationMode.AUTO, clear_limit=2, settle=0.0))
     kc.nominate(f"{NS}/p", "g1")
     assert "nominatedNodeName" not in server.objects[pod_path("p")]["status"]
     kc.nominate(f"{NS}/p", "g1")  # cleared twice: fall back to a reservation taint
@@ -470,19 +400,18 @@ def test_orphan_reservation_taints_are_released() -> None:
     assert not server.objects["/api/v1/nodes/g1"]["spec"].get("taints")
 
 
-def test_namespaces_limit_what_is_made_room_for_and_moved() -> None:
+def test_the_snapshot_is_the_cluster_as_it_is() -> None:
+    """Scope is the controller's (controller/scope.py): the adapter changes no pod to express it."""
     server = seeded()
-    kc = cluster(server, namespaces=("other",))
-    state = kc.snapshot()
-    assert state.pods[f"{NS}/p"].unschedulable_since is None
-    assert state.pods[f"{NS}/a"].annotations.get("makeroom.io/do-not-move") == "true"
-    assert "makeroom.io/do-not-move" not in (kc.cache.get("Pod", f"{NS}/a") or {})["metadata"]["annotations"]
+    state = cluster(server).snapshot()
+    assert state.pods[f"{NS}/p"].unschedulable_since is not None
+    assert "makeroom.io/do-not-move" not in state.pods[f"{NS}/a"].annotations
 
 
 def test_event_names_the_object() -> None:
     server = seeded()
     kc = cluster(server, identity="me")
-    kc.emit_event("Pod", f"{NS}/a", "Moving", "moving to make room for p on n1")
+    kc.emit_event(ObjectKind.POD, f"{NS}/a", Reason.MOVING, "moving to make room for p on n1")
     (ev,) = [o for p, o in server.objects.items() if "/events/" in p]
     assert ev["involvedObject"] == {
         "kind": "Pod",
@@ -504,7 +433,7 @@ def test_dry_run_changes_nothing_and_records_the_actions(caplog: pytest.LogCaptu
     dry.annotate_pod(f"{NS}/p", {"x": "1"})
     dry.nominate(f"{NS}/p", "g1")
     dry.scale("apps/web", 3)
-    dry.emit_event("Pod", f"{NS}/p", "Relocating", "m")
+    dry.emit_event(ObjectKind.POD, f"{NS}/p", Reason.RELOCATING, "m")
     assert len(server.calls) == before
     assert [w.verb for w in dry.would] == ["evict", "annotate", "nominate", "scale", "event"]
     assert sum(r.getMessage() == "dry run: would act" for r in caplog.records) == 5
@@ -537,11 +466,12 @@ def test_health_and_metrics_endpoints() -> None:
         metrics.relocations.labels(outcome="started").inc()
         text = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
         for name in (
-            'makeroom_relocations_total{outcome="started"} 1.0',
-            "makeroom_moves_total",
-            "makeroom_plan_latency_seconds_bucket",
-            "makeroom_pending_pods_waiting",
-            "makeroom_relocations_in_flight",
+            'makeroom_relocation_outcomes_total{outcome="started"} 1.0',
+            "makeroom_controller_moves_total",
+            "makeroom_controller_reconcile_seconds_bucket",
+            'makeroom_controller_plan_seconds_bucket{kind="consolidation",le="0.005"}',
+            "makeroom_relocation_pending_pods",
+            "makeroom_relocation_in_flight",
         ):
             assert name in text
     finally:

@@ -3,13 +3,14 @@ and a dry run writes nothing."""
 
 from __future__ import annotations
 
-from makeroom.controller import ControllerConfig
+from makeroom.controller import ConsolidationConfig, ControllerConfig, Strategy
+from makeroom.controller.steps import RetryKey
 from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.runner import Runner, RunOptions
 from makeroom.snapshot import GroupConfig, GroupSpec
+from tests.builders.kube import NS, node, pod, pod_path
 from tests.kube.fake import FakeApiServer
-from tests.kube.test_adapter import NS, node, pod, pod_path
 
 GROUPS = GroupConfig((GroupSpec("cpu", 1, 1), GroupSpec("gpu", 1, 1)))
 
@@ -39,7 +40,7 @@ def cluster() -> FakeApiServer:
 def runner(server: FakeApiServer, **kw: object) -> Runner:
     api = Api(server, RateLimiter(0, 1), sleep=lambda s: None)
     opts = RunOptions(
-        config=ControllerConfig(strategy="evict", consolidation=False),
+        config=ControllerConfig(strategy=Strategy.EVICT, consolidation=ConsolidationConfig(enabled=False)),
         groups=GROUPS,
         metrics_port=None,
         leader_elect=False,
@@ -59,8 +60,12 @@ def test_the_leader_starts_a_relocation() -> None:
     server = cluster()
     r = runner(server)
     r.once()
-    annotations = server.objects[pod_path("p")]["metadata"].get("annotations") or {}
-    assert "makeroom.io/relocation" in annotations
+    (record,) = [o for path, o in server.objects.items() if "/relocations/" in path]
+    assert record["metadata"]["namespace"] == "default"  # makeroom's own namespace, not the pod's
+    assert record["spec"]["pod"] == f"{NS}/p" and record["spec"]["node"] == "gpu-0"
+    pending = server.objects[pod_path("p")]["metadata"]["annotations"]
+    assert not any(k.startswith("makeroom.io/") for k in pending)
+    assert r.metrics.in_flight._value.get() == 1
     assert r.metrics.relocations.labels(outcome="started")._value.get() == 1
     assert any(p.endswith("/eviction") for _, p in writes(server))
 
@@ -83,3 +88,47 @@ def test_a_dry_run_writes_nothing_and_reports_the_plan() -> None:
     assert isinstance(r.port, DryRunCluster)
     assert {w.verb for w in r.port.would} >= {"annotate", "nominate", "evict"}
     assert r.last_plan is not None and [p.node for p in r.last_plan.placements] == ["gpu-0"]
+
+
+def count(r: Runner, text: str) -> float:
+    """A sample's value from the /metrics text of the runner's registry."""
+    for line in r.metrics.render().decode().splitlines():
+        if line.startswith(text + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{text} not exported")
+
+
+def test_metrics_count_each_move_once_and_time_planning_apart_from_the_loop() -> None:
+    server = cluster()
+    r = runner(server)
+    r.once()
+    for inf in r.cache.informers.values():  # what the watch would have brought in the meantime
+        inf.relist()
+    r.once()  # the relocation goes on: its victims are already marked, nothing is counted twice
+    marks = [
+        path
+        for method, path, body in server.calls
+        if method == "PATCH"
+        and isinstance(body, dict)
+        and ((body.get("metadata") or {}).get("annotations") or {}).get("makeroom.io/victim-of")
+    ]
+    assert marks and count(r, "makeroom_controller_moves_total") == len(marks) == len(set(marks))
+    evictions = sum(1 for m, p, _ in server.calls if m == "POST" and p.endswith("/eviction"))
+    assert count(r, "makeroom_controller_evictions_total") == evictions
+    assert count(r, 'makeroom_api_actions_total{verb="evict"}') == evictions
+    assert count(r, 'makeroom_controller_plan_seconds_count{kind="relocation"}') == 1
+    assert count(r, "makeroom_controller_reconcile_seconds_count") == 2
+    plan = count(r, 'makeroom_controller_plan_seconds_sum{kind="relocation"}')
+    assert 0 < plan <= count(r, "makeroom_controller_reconcile_seconds_sum")
+
+
+def test_a_dry_run_plans_with_the_policy_of_the_real_run() -> None:
+    """A pod in its backoff after a roll-back is not planned for by the real run: the dry run's log of
+    the plan leaves it out too (it used to build a policy of its own)."""
+    server = cluster()
+    r = runner(server, dry_run=True)
+    r.once()
+    assert r.controller is not None and r.last_plan is not None and r.last_plan.placements
+    r.controller.steps.back_off(RetryKey.pod(f"{NS}/p"), r.kube.now())
+    r.once()
+    assert r.last_plan.placements == ()

@@ -1,124 +1,28 @@
-"""Small builders for planner tests: groups, nodes and pods straight into a ClusterState."""
+"""The planner tests' old import path: the builders live in tests/builders, the CLI runner in
+tests/conftest.py."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from typer.testing import CliRunner, Result
+from tests.builders.scenario import EXAMPLES, example
+from tests.builders.state import CPU_NODE, GPU_NODE, GPU_TAINT, GPU_TOLERATION, StateBuilder
+from tests.conftest import cli as run
+from tests.conftest import cli_json as run_json
 
-import makeroom.examples
-from makeroom.cli import commands  # noqa: F401  (registers the commands)
-from makeroom.cli.app import app
-from makeroom.model import (
-    GROUP_LABEL,
-    Node,
-    NodeGroup,
-    OwnerKind,
-    Pod,
-    PodSpec,
-    Resources,
-    Taint,
-    Toleration,
-)
-from makeroom.model.state import ClusterState
+Cluster = StateBuilder
+SCENARIOS = Path(__file__).parent / "scenarios"
 
-EXAMPLES = Path(makeroom.examples.__file__).parent
-HERE = Path(__file__).parent
-SCENARIOS = HERE / "scenarios"
-
-
-def example(stem: str) -> Path:
-    (path,) = EXAMPLES.glob(f"{stem}*.yaml")
-    return path
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
-def run_json(*args: str | Path) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-CPU_NODE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-GPU_NODE = {"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "1"}
-GPU_TAINT = Taint("nvidia.com/gpu", "present")
-GPU_TOLERATION = Toleration("nvidia.com/gpu", "Exists")
-
-
-class Cluster:
-    """A ClusterState under construction: groups first, then nodes, then pods."""
-
-    def __init__(self, groups: list[NodeGroup]) -> None:
-        self.state = ClusterState(groups, (), {"nvidia.com/gpu"})
-        self.numbers: dict[str, int] = {}
-        self.seq = 0
-
-    @staticmethod
-    def group(
-        name: str,
-        capacity: Mapping[str, str],
-        max: int = 1,
-        price: float = 0.0,
-        taints: tuple[Taint, ...] = (),
-    ) -> NodeGroup:
-        return NodeGroup(name, Resources.parse(capacity), {}, taints, 0, max, price)
-
-    def node(self, group: str, ready: bool = True, name: str | None = None) -> str:
-        g = self.state.groups[group]
-        n = self.numbers.get(group, 0)
-        self.numbers[group] = n + 1
-        node = Node(name or f"{group}-{n}", group, g.capacity, g.node_labels(), g.taints, ready=ready)
-        self.state.add_node(node)
-        return node.name
-
-    def pod(
-        self,
-        workload: str,
-        requests: Mapping[str, str],
-        priority: int = 0,
-        node: str | None = None,
-        *,
-        owner: OwnerKind = OwnerKind.REPLICA_SET,
-        selector: Mapping[str, str] | None = None,
-        tolerations: tuple[Toleration, ...] = (),
-        annotations: Mapping[str, str] | None = None,
-        local_storage: bool = False,
-        spec: PodSpec | None = None,
-    ) -> Pod:
-        if spec is None:
-            spec = PodSpec(
-                Resources.parse(requests),
-                priority,
-                node_selector=tuple(sorted((selector or {}).items())),
-                tolerations=tolerations,
-                local_storage=local_storage,
-            )
-        n = sum(1 for p in self.state.pods.values() if p.workload == workload)
-        self.seq += 1
-        pod = Pod(
-            f"{workload}-{n}",
-            spec,
-            workload,
-            owner_kind=owner,
-            node=node,
-            seq=self.seq,
-            created_at=float(self.seq),
-            annotations=dict(annotations or {}),
-        )
-        self.state.add_pod(pod)
-        return pod
-
-    def fill(
-        self, workload: str, requests: Mapping[str, str], priority: int, node: str, count: int
-    ) -> list[Pod]:
-        spec = PodSpec(Resources.parse(requests), priority)
-        return [self.pod(workload, requests, priority, node, spec=spec) for _ in range(count)]
-
-
-ON_GROUP = GROUP_LABEL
+__all__ = [
+    "CPU_NODE",
+    "EXAMPLES",
+    "GPU_NODE",
+    "GPU_TAINT",
+    "GPU_TOLERATION",
+    "SCENARIOS",
+    "Cluster",
+    "StateBuilder",
+    "example",
+    "run",
+    "run_json",
+]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.planner.helpers import run_json
+from tests.conftest import cli_json as run_json
 
 
 def test_bench_plan_quick_reports_every_figure() -> None:
@@ -13,3 +13,13 @@ def test_bench_plan_quick_reports_every_figure() -> None:
         assert key in row
     assert {"p50", "p99"} <= set(row["plan_single_ms"])
     assert row["outcomes_single"]["relocation"] > 0
+    for name in ("default", "per_pod"):  # the joint planner and today's per-pod one beside it
+        waiting = row["waiting"][name]
+        assert {"p50", "p99"} <= set(waiting["ms_per_pod_with_10"])
+        assert waiting["all_at_once"]["pending"] == 20
+    mid = data["midsize"]
+    assert "error" not in mid, mid
+    assert mid["clusters"] == 5
+    for name in ("default", "exact", "per_pod"):
+        assert {"p50_s", "p99_s", "max_s"} <= set(mid[name])
+    assert mid["default"]["equals_optimum"] <= mid["clusters"]

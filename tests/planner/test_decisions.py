@@ -14,7 +14,8 @@ from makeroom.planner import (
     not_movable,
     plan,
 )
-from tests.planner.helpers import CPU_NODE, GPU_NODE, Cluster
+from tests.builders.state import CPU_NODE, GPU_NODE
+from tests.builders.state import StateBuilder as Cluster
 
 IRIS = {"cpu": "400m", "memory": "1Gi"}
 TEXT_GEN = {"cpu": "3", "memory": "12Gi", "nvidia.com/gpu": "1"}

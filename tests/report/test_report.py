@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -11,21 +12,24 @@ import numpy as np
 import pytest
 
 import makeroom.examples
+from makeroom.controller import Strategy
 from makeroom.errors import InputError
 from makeroom.report import render_comparison, render_demo, render_run
 from makeroom.report.events import aggregate, row_order
 from makeroom.report.figure import Section, build_figure, style
 from makeroom.report.series import DRAW_BINS, RunView, keep_indices
+from makeroom.report.units import duration, money
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Result, Simulation
-from makeroom.sim.recorder import Sample
+from makeroom.sim.recorder import Sample, TimelineEvent
+from makeroom.sim.results import GroupResult, WorkloadResult
 
 EXAMPLES = Path(makeroom.examples.__file__).parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run(seed: str, strategy: str) -> Result:
-    return Simulation(load_scenario(EXAMPLES / f"{seed}.yaml"), Options(strategy)).run()
+    return Simulation(load_scenario(EXAMPLES / f"{seed}.yaml"), Options(Strategy(strategy))).run()
 
 
 @pytest.fixture(scope="module")
@@ -136,29 +140,27 @@ def test_html_is_one_self_contained_page(comparison_page: str) -> None:
     assert 'href="http' not in page and "src=" not in page
 
 
-def test_html_tables_carry_the_numbers_of_each_run(comparison_page: str, seed2: list[Result]) -> None:
-    parsed = parse(comparison_page)
-    for result in seed2:
-        data = result.data
-        strategy = data["strategy"]
-        rows = {r[0]: r for r in parsed.tables[(strategy, "Workloads")][1:]}
-        assert set(rows) == set(data["workloads"])
-        for name, w in data["workloads"].items():
-            ttr = "never" if w["time_to_ready_s"] is None else fmt(w["time_to_ready_s"])
-            assert rows[name][4:] == [
-                ttr,
-                fmt(w["min_ready"]),
-                fmt(w["unavailable_replica_seconds"]),
-                fmt(w["evicted"]),
-            ]
-        groups = {r[0]: r for r in parsed.tables[(strategy, "Node groups")][1:]}
-        assert set(groups) == set(data["node_groups"])
-        for name, g in data["node_groups"].items():
-            assert groups[name][1] == fmt(g["nodes_added"])
-            assert groups[name][-1] == f"{g['cost']:.4f}"
-        totals = dict(parsed.tables[(strategy, "Run")])
-        assert totals["evictions"] == fmt(data["evictions"])
-        assert totals["cost"] == f"{data['cost']:.4f}"
+def test_html_has_one_side_by_side_table_with_the_numbers_of_each_run(
+    comparison_page: str, seed2: list[Result]
+) -> None:
+    assert comparison_page.count('<table class="comparison">') == 1
+    rows = parse(comparison_page).tables[("Side by side (20m00s simulated)", "")]
+    header, body = rows[0], {r[0]: r[1:] for r in rows[1:]}
+    assert [h.removesuffix(" (best)") for h in header[1:]] == [str(r.strategy) for r in seed2]
+    for name in ("text-generator", "iris-classifier"):
+        label = next(k for k in body if k.startswith(f"{name} (priority"))
+        assert body[label] == [duration(r.workloads[name].time_to_ready_s) for r in seed2]
+    assert body["pods removed (all workloads)"] == [f"{r.evictions:,}" for r in seed2]
+    assert body["cost (simulated time)"] == [money(r.cost) for r in seed2]
+    assert body["pods pending at end"] == [str(len(r.pending_at_end)) for r in seed2]
+
+
+def test_html_tells_what_happened_and_the_verdict(comparison_page: str) -> None:
+    assert '<div class="verdict"><p class="best">best: preemption' in comparison_page
+    assert (
+        "What happened under none" in comparison_page and "What happened under preemption" in comparison_page
+    )
+    assert "FailedScheduling" in comparison_page and "NotTriggerScaleUp" in comparison_page
 
 
 def test_demo_html_has_a_section_per_scenario(
@@ -270,7 +272,7 @@ def test_workloads_are_ordered_by_priority_then_given_rows(seed2: list[Result]) 
 
 
 def test_a_run_without_samples_still_renders(tmp_path: Path, seed2: list[Result]) -> None:
-    bare = Result(seed2[1].data, (), 0)
+    bare = replace(seed2[1], samples=())
     assert render_run(bare, tmp_path / "bare.png").read_bytes()[:8] == PNG_MAGIC
 
 
@@ -279,13 +281,14 @@ def test_a_run_without_samples_still_renders(tmp_path: Path, seed2: list[Result]
 
 def test_events_are_filtered_grouped_and_counted() -> None:
     events = [
-        {"t": 60.0, "kind": "pod_created", "pod": "web-1", "workload": "web"},
-        {"t": 60.0, "kind": "preempted", "pod": "web-1", "workload": "web", "node": "n"},
-        {"t": 60.0, "kind": "preempted", "pod": "web-2", "workload": "web", "node": "n"},
-        {"t": 70.0, "kind": "scale_up", "group": "cpu", "nodes": 3, "pods": []},
-        {"t": 80.0, "kind": "moved", "pod": "web-3"},
-        {"t": 90.0, "kind": "brand_new_kind"},
-        {"t": 95.0, "kind": "no_scale_up", "pods": 2},
+        TimelineEvent(60.0, "pod_created", {"pod": "web-1", "workload": "web"}),
+        TimelineEvent(60.0, "preempted", {"pod": "web-1", "workload": "web", "node": "n"}),
+        TimelineEvent(60.0, "preempted", {"pod": "web-2", "workload": "web", "node": "n"}),
+        TimelineEvent(70.0, "scale_up", {"group": "cpu", "nodes": 3, "pods": []}),
+        TimelineEvent(80.0, "moved", {"pod": "web-3"}),
+        TimelineEvent(90.0, "brand_new_kind"),
+        TimelineEvent(95.0, "no_scale_up", {"pods": 2}),
+        TimelineEvent(96.0, "pod_ready", {"pod": "web-3"}),
     ]
     marks = aggregate(events, 600.0, ["web"])
     got = [(m.kind, m.key, m.count) for m in marks]
@@ -294,22 +297,23 @@ def test_events_are_filtered_grouped_and_counted() -> None:
         ("scale_up", "cpu", 3),
         ("moved", "web", 1),
         ("brand_new_kind", None, 1),
+        ("no_scale_up", None, 1),  # the autoscaler's refusal is drawn: it explains a wait
     ]
-    assert row_order(m.kind for m in marks) == ["scale_up", "preempted", "moved", "brand_new_kind"]
+    order = ["scale_up", "no_scale_up", "preempted", "moved", "brand_new_kind"]
+    assert row_order(m.kind for m in marks) == order
 
 
 def test_unknown_and_relocation_kinds_get_rows(tmp_path: Path, seed2: list[Result]) -> None:
-    data = dict(seed2[1].data)
-    data["events"] = [
-        *data["events"],
-        {"t": 400.0, "kind": "relocation_started", "workload": "iris-classifier"},
-        {"t": 500.0, "kind": "something_else"},
-    ]
-    view = RunView.of(Result(data, seed2[1].samples, 0))
+    extra = (
+        TimelineEvent(400.0, "relocation_started", {"workload": "iris-classifier"}),
+        TimelineEvent(500.0, "something_else"),
+    )
+    result = replace(seed2[1], events=(*seed2[1].events, *extra))
+    view = RunView.of(result)
     kinds = Section.of([view]).kinds
     assert "relocation_started" in kinds and "something_else" in kinds
     assert "pod_created" not in kinds
-    render_run(Result(data, seed2[1].samples, 0), tmp_path / "extra.svg")
+    render_run(result, tmp_path / "extra.svg")
 
 
 # --- thinning ----------------------------------------------------------------------------------------
@@ -349,39 +353,39 @@ def _big_result(n: int) -> Result:
         )
         for i in range(n)
     )
-    events = [{"t": float(i), "kind": "evicted", "workload": "web"} for i in range(0, n, 7)]
-    data: dict[str, Any] = {
-        "scenario": "big",
-        "strategy": "evict",
-        "duration_s": float(n - 1),
-        "workloads": {
-            "web": {
-                "priority": 1,
-                "desired": 60,
-                "ready_at_end": int(ready[-1]),
-                "time_to_ready_s": None,
-                "min_ready": None,
-                "unavailable_replica_seconds": 1.5,
-                "evicted": len(events),
-            }
+    events = tuple(TimelineEvent(float(i), "evicted", {"workload": "web"}) for i in range(0, n, 7))
+    return Result(
+        scenario="big",
+        strategy=Strategy.EVICT,
+        seed=0,
+        duration_s=float(n - 1),
+        workloads={
+            "web": WorkloadResult(
+                priority=1,
+                desired=60,
+                ready_at_end=int(ready[-1]),
+                time_to_ready_s=None,
+                min_ready=None,
+                unavailable_replica_seconds=1.5,
+                evicted=len(events),
+            )
         },
-        "node_groups": {
-            "cpu": {
-                "nodes_at_end": int(nodes[-1]),
-                "peak_nodes": 11,
-                "nodes_added": 9,
-                "nodes_removed": 8,
-                "node_hours": 1.0,
-                "cost": 0.5,
-            }
+        node_groups={
+            "cpu": GroupResult(
+                nodes_at_end=int(nodes[-1]),
+                peak_nodes=11,
+                nodes_added=9,
+                nodes_removed=8,
+                node_hours=1.0,
+                cost=0.5,
+            )
         },
-        "evictions": len(events),
-        "cost": 0.5,
-        "pending_at_end": [],
-        "pods": [],
-        "events": events,
-    }
-    return Result(data, samples, 0)
+        evictions=len(events),
+        cost=0.5,
+        pods=(),
+        events=events,
+        samples=samples,
+    )
 
 
 def test_a_long_run_is_drawn_with_a_bounded_number_of_points(tmp_path: Path) -> None:
@@ -395,9 +399,9 @@ def test_a_long_run_is_drawn_with_a_bounded_number_of_points(tmp_path: Path) -> 
 
 def test_events_take_the_colour_of_their_pods_workload_or_nodes_group() -> None:
     events = [
-        {"t": 1.0, "kind": "cordon", "node": "cpu-3"},
-        {"t": 2.0, "kind": "evicted", "pod": "iris-classifier-12", "node": "cpu-3"},
-        {"t": 3.0, "kind": "cordon", "node": "elsewhere"},
+        TimelineEvent(1.0, "cordon", {"node": "cpu-3"}),
+        TimelineEvent(2.0, "evicted", {"pod": "iris-classifier-12", "node": "cpu-3"}),
+        TimelineEvent(3.0, "cordon", {"node": "elsewhere"}),
     ]
     marks = aggregate(events, 60.0, {"iris-classifier"}, {"cpu"})
     assert [m.key for m in marks] == ["cpu", "iris-classifier", None]
@@ -406,9 +410,10 @@ def test_events_take_the_colour_of_their_pods_workload_or_nodes_group() -> None:
 def test_a_demo_keeps_one_colour_per_name_across_scenarios(seed2: list[Result]) -> None:
     from makeroom.report.figure import Palette
 
-    only_iris = dict(seed2[0].data)
-    only_iris["workloads"] = {"iris-classifier": only_iris["workloads"]["iris-classifier"]}
-    views = [[RunView.of(r) for r in seed2], [RunView.of(Result(only_iris, (), 0))]]
+    only_iris = replace(
+        seed2[0], workloads={"iris-classifier": seed2[0].workloads["iris-classifier"]}, samples=()
+    )
+    views = [[RunView.of(r) for r in seed2], [RunView.of(only_iris)]]
     palette = Palette.of([v for c in views for v in c])
     first, second = (Section.of(c, palette) for c in views)
     assert first.palette["iris-classifier"] == second.palette["iris-classifier"]
@@ -427,14 +432,19 @@ def test_many_workloads_share_one_panel(tmp_path: Path) -> None:
         Sample(float(t), {"cpu": 1}, {"cpu": 1}, dict.fromkeys(names, t), dict.fromkeys(names, 2), 0)
         for t in range(3)
     )
-    data: dict[str, Any] = {
-        "scenario": "wide",
-        "strategy": "none",
-        "duration_s": 2.0,
-        "events": [],
-        "workloads": {n: {"priority": i} for i, n in enumerate(names)},
-    }
-    result = Result(data, samples, 0)
+    result = Result(
+        scenario="wide",
+        strategy=Strategy.NONE,
+        seed=0,
+        duration_s=2.0,
+        workloads={n: WorkloadResult(i, 2, 2, 0.0, 2, 0.0, 0) for i, n in enumerate(names)},
+        node_groups={},
+        evictions=0,
+        cost=0.0,
+        pods=(),
+        events=(),
+        samples=samples,
+    )
     section = Section.of([RunView.of(result)])
     assert [r.kind for r in section.rows] == ["nodes", "workloads", "pending"]
     assert section.workloads == names[::-1]

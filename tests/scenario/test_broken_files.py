@@ -31,7 +31,7 @@ def test_broken_scenario_is_refused(path: Path, command: str) -> None:
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
-    prefix = f"{path}: {key_path}: " if key_path else f"{path}: "
+    prefix = f"makeroom: {path}: {key_path}: " if key_path else f"makeroom: {path}: "
     lines = [line for line in result.stderr.splitlines() if line.startswith(prefix)]
     assert lines, result.stderr
     assert any(message in line for line in lines), result.stderr

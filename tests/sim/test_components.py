@@ -8,7 +8,7 @@ from makeroom.model import DELETION_COST, SCALE_UP_DELAY
 from makeroom.sim import Options, Simulation
 from makeroom.sim.replicaset import deletion_order
 from makeroom.sim.world import EvictionRefusedError
-from tests.sim.helpers import group, kinds, run, scenario, workload
+from tests.builders.scenario import group, kinds, run, scenario, workload
 
 
 def test_scheduler_respects_node_selector_and_taints() -> None:

@@ -82,8 +82,8 @@ def test_seed4_none_keeps_the_gpu_node() -> None:
 def test_same_file_and_seed_give_identical_json(n: int, strategy: str) -> None:
     first = cli("simulate", seed(n), "--strategy", strategy, "--seed", "7", "--json")
     second = cli("simulate", seed(n), "--strategy", strategy, "--seed", "7", "--json")
-    assert first.exit_code == 0
-    assert first.stdout == second.stdout
+    assert first.exit_code in (0, 3)  # 3: pods still pending at the end (seeds 1 and 2 under none)
+    assert (first.exit_code, first.stdout) == (second.exit_code, second.stdout)
 
 
 def test_result_has_every_key_of_the_contract() -> None:

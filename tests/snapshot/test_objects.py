@@ -23,7 +23,9 @@ from makeroom.snapshot import (
 )
 from makeroom.snapshot.export import autoscaler_status_object, objects_of_state
 from makeroom.snapshot.groups import bounds_for
-from tests.planner.helpers import example, run, run_json
+from tests.builders.scenario import example
+from tests.conftest import cli as run
+from tests.conftest import cli_json as run_json
 
 DATA = Path(__file__).parent / "data"
 DUMP = DATA / "small-dump.yaml"
@@ -34,6 +36,15 @@ GPU_NODE = "ip-10-0-2-20.ec2.internal"
 def _dump() -> dict[str, Any]:
     data = yaml.safe_load(DUMP.read_text())
     assert isinstance(data, dict)
+    return data
+
+
+def _ready_dump() -> dict[str, Any]:
+    """The dump with both iris replicas Ready, so that iris' budget allows one disruption."""
+    data = _dump()
+    for item in data["items"]:
+        if item["metadata"]["name"] == "iris-classifier-7d9f8b6c5-fghij":
+            item["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     return data
 
 
@@ -69,8 +80,20 @@ def test_small_dump_reads_groups_pods_requests_and_budgets() -> None:
     assert pending.node is None and pending.spec.required_affinity
 
 
-def test_plan_on_the_small_dump_moves_the_one_pod_that_frees_enough() -> None:
+def test_plan_on_the_small_dump_keeps_to_the_budget() -> None:
+    # iris-classifier-...-fghij is Running but not Ready: with maxUnavailable 1 of 2 replicas, the
+    # budget allows no disruption now, and an eviction of the other replica would be refused
     out = run_json("plan", DUMP)
+    assert out["moves"] == []
+    assert [(u["pod"], u["reason"]) for u in out["unplaceable"]] == [
+        ("text-generator-5c7d-qwert", "no-room-to-make")
+    ]
+
+
+def test_plan_on_the_small_dump_moves_the_one_pod_that_frees_enough(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.yaml"
+    ready.write_text(yaml.safe_dump(_ready_dump()))
+    out = run_json("plan", ready)
     assert [(p["pod"], p["node"]) for p in out["placements"]] == [("text-generator-5c7d-qwert", GPU_NODE)]
     assert [(m["pod"], m["from_node"], m["to_node"]) for m in out["moves"]] == [
         ("iris-classifier-7d9f8b6c5-abcde", GPU_NODE, CPU_NODE)
@@ -168,7 +191,7 @@ def test_autoscaler_status_text_and_yaml() -> None:
 
 def test_plan_reads_a_json_dump(tmp_path: Path) -> None:
     dump = tmp_path / "dump.json"
-    dump.write_text(json.dumps(_dump()))
+    dump.write_text(json.dumps(_ready_dump()))
     out = run_json("plan", dump)
     assert [m["pod"] for m in out["moves"]] == ["iris-classifier-7d9f8b6c5-abcde"]
 

@@ -60,7 +60,7 @@ def write_csv(tmp_path: Path, rows: list[str], name: str = "trace.csv") -> Path:
 
 def convert(tmp_path: Path, csv: Path, *options: str, name: str = "out.yaml") -> Path:
     out = tmp_path / name
-    result = cli("trace", "dlrm", csv, "-o", out, "--hours", "1", *options)
+    result = cli("trace", "dlrm", csv, "--write", out, "--hours", "1", *options)
     assert result.exit_code == 0, result.output
     return out
 
@@ -130,7 +130,7 @@ def test_same_input_same_bytes(tmp_path: Path) -> None:
 def refused(*args: str | Path) -> list[str]:
     result = cli("trace", "dlrm", *args)
     assert result.exit_code == 2, result.output
-    return result.stderr.strip().splitlines()
+    return [line.removeprefix("makeroom: ") for line in result.stderr.strip().splitlines()]
 
 
 def test_bad_cells_name_the_row_and_column(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_bad_cells_name_the_row_and_column(tmp_path: Path) -> None:
     rows[3] = row(3, "XN", "app_0", created="soon")
     rows[5] = row(5, "CN", "app_0", created="500", deleted="100")
     csv = write_csv(tmp_path, rows)
-    lines = refused(csv, "-o", tmp_path / "out.yaml")
+    lines = refused(csv, "--write", tmp_path / "out.yaml")
     assert lines == [
         f"{csv}: rows[1].cpu_request: expected a number of zero or more, got 'eight'",
         f"{csv}: rows[3].role: expected CN or HN, got 'XN'",
@@ -153,18 +153,19 @@ def test_missing_column_missing_file_and_empty_window(tmp_path: Path) -> None:
     out = tmp_path / "out.yaml"
     no_memory = tmp_path / "cut.csv"
     no_memory.write_text(HEADER.replace("memory_request,", "") + "\n")
-    assert refused(no_memory, "-o", out) == [f"{no_memory}: header: missing column memory_request"]
-    assert refused(tmp_path / "nope.csv", "-o", out) == [f"{tmp_path / 'nope.csv'}: no such file"]
+    assert refused(no_memory, "--write", out) == [f"{no_memory}: header: missing column memory_request"]
+    assert refused(tmp_path / "nope.csv", "--write", out) == [f"{tmp_path / 'nope.csv'}: no such file"]
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert refused(empty, "-o", out) == [f"{empty}: empty file: expected a CSV header with {HEADER_USED}"]
+    expected = f"{empty}: empty file: expected a CSV header with {HEADER_USED}"
+    assert refused(empty, "--write", out) == [expected]
     gone = write_csv(tmp_path, [row(0, "CN", "app_0", deleted="3000")], name="gone.csv")
-    (line,) = refused(gone, "-o", out, "--start", "1h")
+    (line,) = refused(gone, "--write", out, "--start", "1h")
     assert line == f"{gone}: no instance is live between trace seconds 3600 and 25200: an empty window"
     csv = write_csv(tmp_path, ROWS)
-    (line,) = refused(csv, "-o", out, "--gpu-node", "cpu=4,memory=16Gi,gpu=1")
+    (line,) = refused(csv, "--write", out, "--gpu-node", "cpu=4,memory=16Gi,gpu=1")
     assert line.startswith("--gpu-node: a node of cpu=4,memory=16Gi,gpu=1 cannot hold one app_0 HN instance")
-    assert refused(csv, "-o", out, "--scale", "0") == ["options: --scale: expected more than 0, got 0"]
+    assert refused(csv, "--write", out, "--scale", "0") == ["options: --scale: expected more than 0, got 0"]
     assert not out.exists()
 
 
@@ -183,14 +184,15 @@ def test_a_real_two_hour_window_simulates_under_none_and_migrate(tmp_path: Path)
     assert data is not None
     out = tmp_path / "real.yaml"
     args = ("--start", "726h", "--hours", "2", "--scale", "0.05", "--services", "40")
-    result = cli("trace", "dlrm", data / "alibaba-dlrm-v2025.csv", "-o", out, *args)
+    result = cli("trace", "dlrm", data / "alibaba-dlrm-v2025.csv", "--write", out, *args)
     assert result.exit_code == 0, result.output
     spec = load_scenario(out).spec
     assert len(spec.workloads) >= 40
     assert {g.name for g in spec.node_groups} == {"cpu", "gpu"}
     for strategy in ("none", "migrate"):
         run = cli("simulate", out, "--strategy", strategy, "--json")
-        assert run.exit_code == 0, run.output
         result_data = json.loads(run.stdout)
+        # A real window may end with pods still waiting; the exit status says so (docs/cli.md).
+        assert run.exit_code == (3 if result_data["pending_at_end"] else 0), run.output
         assert result_data["strategy"] == strategy
         assert set(result_data["workloads"]) == {w.name for w in spec.workloads}

@@ -46,7 +46,7 @@ def write_dir(tmp_path: Path, nodes: list[str], pods: list[str]) -> Path:
 
 def convert(tmp_path: Path, directory: Path, *options: str, name: str = "out.yaml") -> Path:
     out = tmp_path / name
-    result = cli("trace", "gpu", directory, "-o", out, "--start", "1000", "--hours", "1", *options)
+    result = cli("trace", "gpu", directory, "--write", out, "--start", "1000", "--hours", "1", *options)
     assert result.exit_code == 0, result.output
     return out
 
@@ -90,18 +90,18 @@ def test_bad_rows_name_the_file_row_and_column(tmp_path: Path) -> None:
     nodes = [*NODES[:2], "openb-node-0002,96000,lots,8,G2"]
     pods = [*PODS[:1], "openb-pod-0001,4000,8192,0,0,,VIP,Running,500,1600,500"]
     directory = write_dir(tmp_path, nodes, pods)
-    result = cli("trace", "gpu", directory, "-o", tmp_path / "out.yaml")
+    result = cli("trace", "gpu", directory, "--write", tmp_path / "out.yaml")
     assert result.exit_code == 2
     node_file, pod_file = directory / "openb_node_list_all_node.csv", directory / "openb_pod_list_default.csv"
     assert result.stderr.strip().splitlines() == [
-        f"{node_file}: rows[2].memory_mib: expected a number of zero or more, got 'lots'"
+        f"makeroom: {node_file}: rows[2].memory_mib: expected a number of zero or more, got 'lots'"
     ]
     node_file.write_text("\n".join([NODE_HEADER, *NODES]) + "\n")
-    result = cli("trace", "gpu", directory, "-o", tmp_path / "out.yaml")
+    result = cli("trace", "gpu", directory, "--write", tmp_path / "out.yaml")
     assert result.exit_code == 2
-    expected = f"{pod_file}: rows[1].qos: expected one of LS, Guaranteed, Burstable, BE, got 'VIP'"
+    expected = f"makeroom: {pod_file}: rows[1].qos: expected one of LS, Guaranteed, Burstable, BE, got 'VIP'"
     assert result.stderr.strip() == expected
-    result = cli("trace", "gpu", tmp_path / "nowhere", "-o", tmp_path / "out.yaml")
+    result = cli("trace", "gpu", tmp_path / "nowhere", "--write", tmp_path / "out.yaml")
     assert result.exit_code == 2
     assert "expected a directory holding openb_node_list_all_node.csv" in result.stderr
 
@@ -112,10 +112,11 @@ def test_a_real_window_simulates(tmp_path: Path) -> None:
     assert data is not None
     out = tmp_path / "real.yaml"
     args = ("--start", "3400h", "--hours", "2", "--node-scale", "0.02")
-    result = cli("trace", "gpu", data / "alibaba-gpu-v2023", "-o", out, *args)
+    result = cli("trace", "gpu", data / "alibaba-gpu-v2023", "--write", out, *args)
     assert result.exit_code == 0, result.output
     spec = load_scenario(out).spec
     assert spec.workloads and spec.events
     for strategy in ("none", "migrate"):
         run = cli("simulate", out, "--strategy", strategy, "--json")
-        assert run.exit_code == 0, run.output
+        # A real window may end with pods still waiting; the exit status says so (docs/cli.md).
+        assert run.exit_code == (3 if json.loads(run.stdout)["pending_at_end"] else 0), run.output

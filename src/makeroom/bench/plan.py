@@ -1,5 +1,6 @@
 """``makeroom bench plan``: the planner at Kubernetes' limits, with the scheduler's per-node preemption
-measured on the same states in the same run as the baseline.
+and the per-pod planner of before issue 13 (``Policy(joint=False)``) measured on the same states in the
+same run as baselines; and the joint plans of mid-size clusters against their exact optimum.
 
 Each size runs in its own subprocess, so that its peak memory (ru_maxrss) is its own. A size is a
 generated cluster given as Kubernetes objects (plain dicts, as a dump or a watch cache holds them):
@@ -8,8 +9,13 @@ a CPU group and two GPU groups; CPU-only replicas fill the CPU nodes and also si
 - build: ``snapshot.state_from_objects`` on the objects;
 - plan per pending pod: each pod planned on its own (p50, p99), and plans for 1, 10 and 100 pending
   pods at once (total and per pod);
+- with 10 waiting: ten plans of ten waiting pods each (the pending pods in tens), per waiting pod
+  (p50, p99), by the default planner and by the per-pod planner; 100 waiting at once, by both;
 - baseline: ``find_preemption`` for each pending pod on the same state (p50, p99);
 - peak memory of the subprocess (objects, state and plans together).
+
+Mid-size (``bench.midsize``, the joint-oracle clusters): the time of the default plan, of the exact
+joint plan (CP-SAT, after its import) and of the per-pod plan, and how often each equals the optimum.
 """
 
 from __future__ import annotations
@@ -24,7 +30,18 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-GOALS = {"plan_p50_ms": 30.0, "plan_p99_ms": 200.0, "build_s": 3.0, "peak_mib": 1536.0}
+GOALS = {
+    "plan_p50_ms": 30.0,
+    "plan_p99_ms": 200.0,
+    "waiting_10_p50_ms_per_pod": 30.0,
+    "waiting_10_p99_ms_per_pod": 200.0,
+    "waiting_100_s": 3.0,
+    "build_s": 3.0,
+    "peak_mib": 1536.0,
+}
+MIDSIZE_GOAL_S = 1.0  # a mid-size joint plan
+MIDSIZE_SEEDS = 60
+QUICK_MIDSIZE_SEEDS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +295,11 @@ def measure(size: Size) -> dict[str, Any]:
             }
         )
 
+    waiting = {
+        "default": _waiting(state, pending, Policy(now=0.0)),
+        "per_pod": _waiting(state, pending, Policy(now=0.0, joint=False)),
+    }
+
     baseline: list[float] = []
     found = 0
     for pod in pending:
@@ -298,6 +320,7 @@ def measure(size: Size) -> dict[str, Any]:
             "mean": round(statistics.fmean(single), 3) if single else 0.0,
         },
         "plan_batches": batches,
+        "waiting": waiting,
         "outcomes_single": outcomes,
         "moves_per_pod_mean": round(statistics.fmean(moves), 2) if moves else 0.0,
         "baseline_find_preemption_ms": {
@@ -310,17 +333,96 @@ def measure(size: Size) -> dict[str, Any]:
     }
 
 
-def _in_subprocess(size: Size) -> dict[str, Any]:
+def _waiting(state: Any, pending: list[Any], policy: Any) -> dict[str, Any]:
+    """Plans of ten waiting pods (the pending pods in tens), per waiting pod, and all at once."""
+    from makeroom.planner import plan
+
+    per_pod: list[float] = []
+    placed = moves = proven = 0
+    for start in range(0, len(pending) - 9, 10):
+        t0 = time.perf_counter()
+        result = plan(state, policy, pending=pending[start : start + 10])
+        per_pod.append((time.perf_counter() - t0) * 1000.0 / 10)
+        placed += len(result.placements)
+        moves += len(result.moves)
+        proven += result.optimality is not None and result.optimality.proof.value == "optimal"
+    t0 = time.perf_counter()
+    everything = plan(state, policy, pending=pending)
+    all_s = time.perf_counter() - t0
+    opt = everything.optimality
+    return {
+        "ms_per_pod_with_10": {
+            "p50": round(_pct(per_pod, 50), 3),
+            "p99": round(_pct(per_pod, 99), 3),
+            "plans": len(per_pod),
+            "placed": placed,
+            "moves": moves,
+            "proven_optimal": proven,
+        },
+        "all_at_once": {
+            "pending": len(pending),
+            "total_s": round(all_s, 3),
+            "placed": len(everything.placements),
+            "moves": len(everything.moves),
+            "new_nodes": everything.stats.new_nodes,
+            "objective": None if opt is None else opt.objective.to_json(),
+        },
+    }
+
+
+def measure_midsize(seeds: int = MIDSIZE_SEEDS) -> dict[str, Any]:
+    """The mid-size joint plans: time of each search, and how often it equals the exact optimum."""
+    from makeroom.bench.midsize import midsize
+    from makeroom.planner import Policy, plan
+    from makeroom.planner.objective import of_plan
+
+    try:
+        import ortools.sat.python.cp_model  # noqa: F401  (its import is not the plan's time)
+    except ImportError:
+        return {"error": ["the exact joint search needs OR-Tools: pip install 'makeroom[exact]'"]}
+    times: dict[str, list[float]] = {"default": [], "exact": [], "per_pod": []}
+    equal = {"default": 0, "per_pod": 0}
+    policies = {"default": Policy(), "exact": Policy(exact=True), "per_pod": Policy(joint=False)}
+    for seed in range(seeds):
+        state = midsize(seed).state
+        keys = {}
+        for name, policy in policies.items():
+            t0 = time.perf_counter()
+            result = plan(state, policy)
+            times[name].append(time.perf_counter() - t0)
+            keys[name] = of_plan(state, result).key()
+        for name in equal:
+            equal[name] += keys[name] == keys["exact"]
+    out: dict[str, Any] = {"clusters": seeds}
+    for name, values in times.items():
+        out[name] = {
+            "p50_s": round(_pct(values, 50), 4),
+            "p99_s": round(_pct(values, 99), 4),
+            "max_s": round(max(values), 4),
+        }
+        if name in equal:
+            out[name]["equals_optimum"] = equal[name]
+    out["goals_met"] = {
+        "default_within_1s": out["default"]["max_s"] <= MIDSIZE_GOAL_S,
+        "exact_within_1s": out["exact"]["max_s"] <= MIDSIZE_GOAL_S,
+    }
+    return out
+
+
+def _in_subprocess(size: Size | int) -> dict[str, Any]:
+    """One size, or (an int) that many mid-size clusters, measured in a process of its own."""
     code = (
         "import json, sys\n"
-        "from makeroom.bench.plan import Size, measure\n"
-        "print(json.dumps(measure(Size(**json.loads(sys.argv[1])))))\n"
+        "from makeroom.bench.plan import Size, measure, measure_midsize\n"
+        "arg = json.loads(sys.argv[1])\n"
+        "print(json.dumps(measure_midsize(arg) if isinstance(arg, int) else measure(Size(**arg))))\n"
     )
+    arg: Any = size if isinstance(size, int) else asdict(size)
     done = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(asdict(size))], capture_output=True, text=True, check=False
+        [sys.executable, "-c", code, json.dumps(arg)], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        return {"size": asdict(size), "error": done.stderr.strip().splitlines()[-1:] or ["failed"]}
+        return {"size": arg, "error": done.stderr.strip().splitlines()[-1:] or ["failed"]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -334,11 +436,25 @@ def run_plan_bench(progress: Callable[[str], None] | None = None, quick: bool = 
             progress(size.name)
         row = _in_subprocess(size)
         if "error" not in row and size.nodes >= 5000:
+            with10 = row["waiting"]["default"]["ms_per_pod_with_10"]
             row["goals_met"] = {
                 "plan_p50": row["plan_single_ms"]["p50"] <= GOALS["plan_p50_ms"],
                 "plan_p99": row["plan_single_ms"]["p99"] <= GOALS["plan_p99_ms"],
+                "waiting_10_p50": with10["p50"] <= GOALS["waiting_10_p50_ms_per_pod"],
+                "waiting_10_p99": with10["p99"] <= GOALS["waiting_10_p99_ms_per_pod"],
+                "waiting_100": row["waiting"]["default"]["all_at_once"]["total_s"] <= GOALS["waiting_100_s"],
                 "build": row["build_s"] <= GOALS["build_s"],
                 "peak_memory": row["peak_mib"] <= GOALS["peak_mib"],
             }
         rows.append(row)
-    return {"benchmark": "plan", "machine": machine(), "goals_at_5000_nodes": GOALS, "sizes": rows}
+    if progress is not None:
+        progress("mid-size joint plans")
+    mid = _in_subprocess(QUICK_MIDSIZE_SEEDS if quick else MIDSIZE_SEEDS)
+    return {
+        "benchmark": "plan",
+        "machine": machine(),
+        "goals_at_5000_nodes": GOALS,
+        "sizes": rows,
+        "midsize": mid,
+        "midsize_goal_s": MIDSIZE_GOAL_S,
+    }

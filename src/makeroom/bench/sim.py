@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 
 from makeroom.bench.generate import churn_scenario
+from makeroom.controller import Strategy
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.clock import EventLoop, Phase
+from makeroom.sim.runs import build
 
 SEED_GOAL_S = 0.5
 CHURN_GOAL_S = 60.0
@@ -57,17 +59,19 @@ def _timed_run(sim: Simulation, progress: Callable[[float], None] | None = None)
         "wall_s": round(wall, 4),
         "events": result.events_processed,
         "events_per_s": round(result.events_processed / wall) if wall > 0 else None,
-        "simulated_s": result.data["duration_s"],
-        "pods_at_end": len(result.data["pods"]),
+        "simulated_s": result.duration_s,
+        "pods_at_end": len(result.pods),
     }
 
 
 def bench_seeds(paths: list[Path], repeat: int = 5) -> list[dict[str, Any]]:
+    """Every seed under every strategy, the relocating ones with the controller attached as
+    ``makeroom simulate`` runs them."""
     rows = []
     for path in paths:
         scenario = load_scenario(path)
-        for strategy in ("none", "preemption"):
-            runs = [_timed_run(Simulation(scenario, Options(strategy))) for _ in range(repeat)]
+        for strategy in Strategy:
+            runs = [_timed_run(build(scenario, strategy)) for _ in range(repeat)]
             best = min(runs, key=lambda r: r["wall_s"])
             median = statistics.median(r["wall_s"] for r in runs)
             rows.append(
@@ -85,7 +89,7 @@ def bench_seeds(paths: list[Path], repeat: int = 5) -> list[dict[str, Any]]:
 def bench_churn(nodes: int, pods: int, hours: float, track: Tracker | None) -> dict[str, Any]:
     build_start = time.perf_counter()
     scenario = churn_scenario(nodes=nodes, pods=pods, hours=hours)
-    sim = Simulation(scenario, Options("none"))
+    sim = Simulation(scenario, Options(Strategy.NONE))
     build = time.perf_counter() - build_start
     progress = track(scenario.name, scenario.spec.duration) if track else None
     row = _timed_run(sim, progress)

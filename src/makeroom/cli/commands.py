@@ -3,6 +3,7 @@
 from makeroom.cli import (
     bench,  # noqa: F401
     bench_plan,  # noqa: F401
+    cleanup,  # noqa: F401
     plan,  # noqa: F401
     run,  # noqa: F401
     simulate,  # noqa: F401

@@ -1,29 +1,71 @@
-"""What every command shares: turning refused input into exit status 2, and the console."""
+"""What every command shares: the consoles, the output formats, the exit statuses, and turning refused
+input into one ``makeroom: ...`` line per problem with exit status 2."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Sequence
+from enum import IntEnum, StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+import yaml
 from rich.console import Console
 
 from makeroom.errors import InputError
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
-
-EXIT_INPUT = 2
+PREFIX = "makeroom: "
 
 
-def fail(lines: list[str]) -> NoReturn:
+class ExitStatus(IntEnum):
+    """The exit statuses of every command (docs/cli.md)."""
+
+    OK = 0
+    """Done; every pod is placed (at the end of a run, or now for plan)."""
+    FAILED = 1
+    """Something outside the input went wrong: the cluster cannot be reached, an API call failed."""
+    BAD_INPUT = 2
+    """A file, a flag or an argument is refused; nothing was run and nothing was changed."""
+    PENDING = 3
+    """Pods are still pending: at the end of the run (simulate; compare and demo: under every
+    strategy), or now (plan, which then says what would place them)."""
+
+
+EXIT_INPUT = ExitStatus.BAD_INPUT
+
+
+def no_color() -> bool:
+    """NO_COLOR (no-color.org): set and not empty means no colour and no other styling either."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def _console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, color_system=None if no_color() else "auto")
+
+
+console = _console()
+err_console = _console(stderr=True)
+
+
+def error_line(line: str) -> str:
+    """Every error line starts with ``makeroom: ``, whatever produced it."""
+    return line if line.startswith(PREFIX) else PREFIX + line
+
+
+def fail(lines: Sequence[str], status: int = EXIT_INPUT) -> NoReturn:
     for line in lines:
-        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_INPUT)
+        err_console.print(error_line(line), markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(status)
+
+
+def warn(line: str) -> None:
+    """A warning on stderr in the errors' style; nothing stops."""
+    err_console.print(f"{PREFIX}warning: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def guarded(action: Callable[[], T]) -> T:
@@ -35,7 +77,7 @@ def guarded(action: Callable[[], T]) -> T:
 
 
 def usage_error(message: str) -> NoReturn:
-    fail([f"makeroom: {message}"])
+    fail([message])
 
 
 def say(text: str) -> None:
@@ -45,3 +87,72 @@ def say(text: str) -> None:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def print_yaml(data: Any) -> None:
+    sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+class Output(StrEnum):
+    """``-o``: how a command prints its result, as kubectl's ``-o`` does."""
+
+    TABLE = "table"
+    WIDE = "wide"  # a table with every row (every workload), however many
+    JSON = "json"
+    YAML = "yaml"
+
+    @property
+    def data(self) -> bool:
+        """A machine-readable format: nothing else goes to stdout."""
+        return self in (Output.JSON, Output.YAML)
+
+
+OutputOpt = Annotated[
+    str,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FORMAT",
+        help="table, wide (every workload), json or yaml.",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="The same as -o json.")]
+
+
+def output_format(value: str, json_flag: bool = False, allowed: Sequence[Output] = tuple(Output)) -> Output:
+    """The chosen format; ``--json`` is kept as the alias of ``-o json``."""
+    if json_flag:
+        if value not in ("", Output.JSON.value):
+            usage_error(f"--json and -o {value}: choose one")
+        return Output.JSON
+    if not value:
+        return allowed[0]
+    try:
+        chosen = Output(value)
+    except ValueError:
+        chosen = None
+    if chosen is None or chosen not in allowed:
+        usage_error(f"-o: expected one of {', '.join(allowed)}, got {value!r}")
+    return chosen
+
+
+def emit(data: Any, fmt: Output) -> None:
+    """The result as data: JSON exactly as ``--json`` always printed it, or the same as YAML."""
+    if fmt is Output.YAML:
+        print_yaml(data)
+    else:
+        print_json(data)
+
+
+def format_or_file(value: str | None, allowed: Sequence[Output], new_flag: str) -> tuple[Output, Path | None]:
+    """``-o``'s value where it used to name a file: a format, or, for one more release, the file it
+    used to be (with a deprecation warning naming the new flag)."""
+    if value is None or value == "":
+        return allowed[0], None
+    if value in {o.value for o in allowed}:
+        return Output(value), None
+    if value in {o.value for o in Output}:
+        usage_error(f"-o: expected one of {', '.join(allowed)}, got {value!r}")
+    warn(f"-o/--output FILE is deprecated and will be removed in the next release: use {new_flag} {value}")
+    return allowed[0], Path(value)

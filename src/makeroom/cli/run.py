@@ -3,6 +3,7 @@ dump that ``makeroom plan`` reads)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
@@ -14,8 +15,12 @@ import typer
 import yaml
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, fail, guarded, usage_error
-from makeroom.controller import STRATEGIES, ControllerConfig
+from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
+from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
+from makeroom.controller.config import duration_text, metadata_of
+from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Side
+from makeroom.kube.client import ConnectOptions
+from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model import QuantityError, parse_duration
 from makeroom.scenario import read_yaml
 from makeroom.snapshot import GroupConfig, parse_group_config
@@ -34,7 +39,11 @@ AsOpt = Annotated[
 
 
 def connect_or_exit(
-    kubeconfig: Path | None, context: str | None, impersonate: str | None, qps: float = 20.0, burst: int = 30
+    kubeconfig: Path | None,
+    context: str | None,
+    impersonate: str | None,
+    qps: float | None = None,
+    burst: int | None = None,
 ) -> Any:
     from makeroom.kube import ConnectError, ConnectOptions, connect
 
@@ -44,8 +53,8 @@ def connect_or_exit(
                 kubeconfig=str(kubeconfig) if kubeconfig else None,
                 context=context,
                 impersonate=impersonate,
-                qps=qps,
-                burst=burst,
+                qps=CONNECT.qps if qps is None else qps,
+                burst=CONNECT.burst if burst is None else burst,
             )
         )
     except ConnectError as exc:
@@ -60,6 +69,28 @@ def _seconds(name: str, value: str) -> float:
         usage_error(f"{name}: {exc}")
 
 
+# The flags' defaults are those of the options they set (controller/config.py, kube/options.py,
+# kube/client.py): one definition of each.
+DEFAULT = ControllerConfig()
+RUN = RunOptions(identity="")
+CONNECT = ConnectOptions()
+RELOCATING_NAMES = " or ".join(sorted(RELOCATING))
+
+
+def scope_from_flags(
+    both: list[str], room_for: tuple[list[str], str, list[str]], move: tuple[list[str], str, list[str]]
+) -> Scope:
+    """The scope of the flags: ``--namespace`` adds its namespaces to both sides."""
+
+    def side(flag: str, names: list[str], selector: str, classes: list[str]) -> Side:
+        try:
+            return Side.of([*both, *names], selector, classes)
+        except SelectorError as exc:
+            usage_error(f"--{flag}-namespace-selector: {exc}")
+
+    return Scope(room_for=side("room-for", *room_for), move=side("move", *move))
+
+
 def _groups(path: Path | None) -> GroupConfig | None:
     return parse_group_config(read_yaml(path), str(path)) if path is not None else None
 
@@ -70,17 +101,68 @@ def run_cmd(
     context: ContextOpt = None,
     impersonate: AsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Log what it would do; change nothing.")] = False,
-    strategy: Annotated[str, typer.Option("--strategy", help="evict or migrate.")] = "migrate",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help=f"{RELOCATING_NAMES}.")
+    ] = DEFAULT.strategy.value,
     namespace: Annotated[
         list[str] | None,
         typer.Option(
-            "--namespace", "-n", help="Make room for, and move, only pods of these namespaces (repeat)."
+            "--namespace",
+            "-n",
+            help="Both sides of the scope: as --room-for-namespace NS --move-namespace NS (repeat).",
         ),
     ] = None,
-    interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = "2s",
-    timeout: Annotated[str, typer.Option(help="A relocation not done by then is rolled back.")] = "15m",
-    cooldown: Annotated[str, typer.Option(help="A moved pod is not moved again within this time.")] = "10m",
-    max_moves: Annotated[int, typer.Option("--max-moves", help="Most pods moved at once.")] = 20,
+    room_for_namespace: Annotated[
+        list[str] | None,
+        typer.Option("--room-for-namespace", help="Make room only for pending pods of these namespaces."),
+    ] = None,
+    room_for_namespace_selector: Annotated[
+        str,
+        typer.Option(
+            "--room-for-namespace-selector",
+            help="Make room only for pending pods whose namespace's labels match (kubectl syntax; '' "
+            "for all).",
+        ),
+    ] = DEFAULT_SELECTOR,
+    room_for_priority_class: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--room-for-priority-class", help="Make room only for pending pods of these PriorityClasses."
+        ),
+    ] = None,
+    move_namespace: Annotated[
+        list[str] | None,
+        typer.Option("--move-namespace", help="Move only pods of these namespaces (repeat)."),
+    ] = None,
+    move_namespace_selector: Annotated[
+        str,
+        typer.Option(
+            "--move-namespace-selector",
+            help="Move only pods whose namespace's labels match (kubectl syntax; '' for all).",
+        ),
+    ] = DEFAULT_SELECTOR,
+    move_priority_class: Annotated[
+        list[str] | None,
+        typer.Option("--move-priority-class", help="Move only pods of these PriorityClasses (repeat)."),
+    ] = None,
+    records_namespace: Annotated[
+        str,
+        typer.Option(
+            "--records-namespace", help="Where makeroom keeps its Relocation and Consolidation records."
+        ),
+    ] = RUN.records_namespace,
+    interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = duration_text(
+        DEFAULT.interval
+    ),
+    timeout: Annotated[
+        str, typer.Option(help="A relocation not done by then is rolled back.")
+    ] = duration_text(DEFAULT.timeout),
+    cooldown: Annotated[
+        str, typer.Option(help="A moved pod is not moved again within this time.")
+    ] = duration_text(DEFAULT.cooldown),
+    max_moves: Annotated[
+        int, typer.Option("--max-moves", help="Most pods moved at once.")
+    ] = DEFAULT.max_moves_in_flight,
     consolidate: Annotated[
         bool,
         typer.Option(
@@ -88,51 +170,48 @@ def run_cmd(
             help="Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove "
             "the node for less than it costs (docs/controller.md).",
         ),
-    ] = True,
+    ] = DEFAULT.consolidation.enabled,
     consolidation_min_saving: Annotated[
-        float,
-        typer.Option(
-            "--consolidation-min-saving", min=0.0, max=1.0, help="Share of the node's price to save."
-        ),
-    ] = 0.2,
+        float, typer.Option("--consolidation-min-saving", help="Share of the node's price to save.")
+    ] = DEFAULT.consolidation.min_saving,
     consolidation_max_moves: Annotated[
-        int, typer.Option("--consolidation-max-moves", min=1, help="Pods moved per --consolidation-window.")
-    ] = 10,
+        int, typer.Option("--consolidation-max-moves", help="Pods moved per --consolidation-window.")
+    ] = DEFAULT.consolidation.max_moves,
     consolidation_window: Annotated[
         str, typer.Option("--consolidation-window", help="The window of the consolidation budget.")
-    ] = "10m",
+    ] = duration_text(DEFAULT.consolidation.window),
     consolidation_wait: Annotated[
         str,
         typer.Option(
             "--consolidation-wait", help="How long an emptied node may wait for the autoscaler to go."
         ),
-    ] = "30m",
+    ] = duration_text(DEFAULT.consolidation.wait),
     groups: Annotated[
         Path | None,
         typer.Option("--groups", help="Node groups' min/max/price when the autoscaler status is absent."),
     ] = None,
     metrics_port: Annotated[
         int, typer.Option("--metrics-port", help="Port of /metrics, /healthz, /readyz (0: none).")
-    ] = 8080,
+    ] = RUN.metrics_port or 0,
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address to bind the metrics port to.")
-    ] = "0.0.0.0",
+    ] = RUN.metrics_host,
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect/--no-leader-elect", help="Act only while holding the Lease.")
-    ] = True,
+    ] = RUN.leader_elect,
     lease_namespace: Annotated[
         str, typer.Option("--lease-namespace", help="Namespace of the Lease.")
-    ] = "default",
-    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = "makeroom",
+    ] = RUN.lease_namespace,
+    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = RUN.lease_name,
     identity: Annotated[
         str | None, typer.Option("--identity", help="This replica's name in the Lease (default: host_pid).")
     ] = None,
     nomination: Annotated[
-        str, typer.Option("--nomination", help="auto, status or taint: how room is held.")
-    ] = "auto",
+        str, typer.Option("--nomination", help=f"{', '.join(NominationMode)}: how room is held.")
+    ] = RUN.nomination.value,
     autoscaler_namespace: Annotated[
         str, typer.Option("--autoscaler-namespace", help="Namespace of cluster-autoscaler-status.")
-    ] = "kube-system",
+    ] = RUN.autoscaler_namespace,
     autoscaler_expander: Annotated[
         str,
         typer.Option(
@@ -141,31 +220,42 @@ def run_cmd(
             "priorities in the groups' order) do moved replicas wait for a new node where a group the "
             "pending pod could use might grow instead.",
         ),
-    ] = "least-waste",
-    qps: Annotated[float, typer.Option("--qps", help="Client rate limit: requests per second.")] = 20.0,
-    burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = 30,
+    ] = DEFAULT.autoscaler_expander,
+    qps: Annotated[
+        float, typer.Option("--qps", help="Client rate limit: requests per second.")
+    ] = CONNECT.qps,
+    burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = CONNECT.burst,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging
-    from makeroom.kube.runner import Runner, RunOptions, default_identity
+    from makeroom.kube.runner import Runner
 
-    if strategy not in STRATEGIES:
-        usage_error(f"--strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if nomination not in ("auto", "status", "taint"):
-        usage_error(f"--nomination: expected auto, status or taint, got {nomination!r}")
+    if strategy not in RELOCATING:
+        usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
+    if nomination not in set(NominationMode):
+        usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
     config = ControllerConfig(
-        strategy=strategy,
+        strategy=Strategy(strategy),
         interval=_seconds("--interval", interval),
         timeout=_seconds("--timeout", timeout),
         cooldown=_seconds("--cooldown", cooldown),
         max_moves_in_flight=max_moves,
-        consolidation=consolidate,
-        consolidation_min_saving=consolidation_min_saving,
-        consolidation_max_moves=consolidation_max_moves,
-        consolidation_window=_seconds("--consolidation-window", consolidation_window),
-        consolidation_wait=_seconds("--consolidation-wait", consolidation_wait),
+        consolidation=ConsolidationConfig(
+            enabled=consolidate,
+            min_saving=consolidation_min_saving,
+            max_moves=consolidation_max_moves,
+            window=_seconds("--consolidation-window", consolidation_window),
+            wait=_seconds("--consolidation-wait", consolidation_wait),
+        ),
         autoscaler_expander=autoscaler_expander.split(",")[0].strip(),
+    )
+    for problem in config.problems():
+        usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
+    scope = scope_from_flags(
+        namespace or [],
+        (room_for_namespace or [], room_for_namespace_selector, room_for_priority_class or []),
+        (move_namespace or [], move_namespace_selector, move_priority_class or []),
     )
     group_config = guarded(lambda: _groups(groups))
     setup_json_logging(getattr(logging, log_level.upper(), logging.INFO))
@@ -173,7 +263,8 @@ def run_cmd(
     opts = RunOptions(
         config=config,
         dry_run=dry_run,
-        namespaces=tuple(namespace or ()),
+        scope=scope,
+        records_namespace=records_namespace,
         groups=group_config,
         metrics_port=metrics_port or None,
         metrics_host=metrics_host,
@@ -181,7 +272,7 @@ def run_cmd(
         lease_namespace=lease_namespace,
         lease_name=lease_name,
         identity=identity or default_identity(),
-        nomination=nomination,
+        nomination=NominationMode(nomination),
         autoscaler_namespace=autoscaler_namespace,
     )
     stop = threading.Event()
@@ -208,32 +299,46 @@ def run_cmd(
 
 @app.command("snapshot")
 def snapshot_cmd(
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write (YAML); - for stdout.")],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FORMAT",
+            help="yaml or json. (A file name here is deprecated: use --write.)",
+            show_default=False,
+        ),
+    ] = None,
+    write: Annotated[Path | None, typer.Option("--write", help="File to write; default: stdout.")] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     impersonate: AsOpt = None,
-    autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = "kube-system",
+    autoscaler_namespace: Annotated[str, typer.Option("--autoscaler-namespace")] = RUN.autoscaler_namespace,
 ) -> None:
     """Write the cluster's nodes, pods, PodDisruptionBudgets and Deployments (and the autoscaler's status
-    ConfigMap if present) as a List that `makeroom plan FILE` reads."""
+    ConfigMap, or Karpenter's NodePools and NodeClaims, if present) as a List that `makeroom plan FILE`
+    reads."""
     from makeroom.kube import KubeError
     from makeroom.kube.dump import as_list, read_objects
 
+    fmt, old_file = format_or_file(output, (Output.YAML, Output.JSON), "--write")
+    target = write or old_file or Path("-")
     api, where = connect_or_exit(kubeconfig, context, impersonate)
     try:
         objects = read_objects(api, autoscaler_namespace=autoscaler_namespace)
     except KubeError as exc:
-        fail([f"makeroom: reading {where}: {exc}"])
-    text = yaml.safe_dump(as_list(objects), sort_keys=False)
-    if str(output) == "-":
+        fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
+    dump = as_list(objects)
+    text = json.dumps(dump, indent=2) + "\n" if fmt is Output.JSON else yaml.safe_dump(dump, sort_keys=False)
+    if str(target) == "-":
         sys.stdout.write(text)
     else:
-        output.write_text(text)
+        target.write_text(text)
         kinds: dict[str, int] = {}
         for o in objects:
             kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
         console.print(
-            f"wrote {output}: " + ", ".join(f"{n} {k}" for k, n in kinds.items()),
+            f"wrote {target}: " + ", ".join(f"{n} {k}" for k, n in kinds.items()),
             markup=False,
             highlight=False,
         )
@@ -252,6 +357,6 @@ def live_state(kubeconfig: Path, context: str | None, groups: Path | None) -> tu
     try:
         objects = read_objects(api, slim=True)
     except KubeError as exc:
-        fail([f"makeroom: reading {where}: {exc}"])
+        fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
     state = state_from_objects(objects, _groups(groups), None, source=where)
     return state, time.time(), f"{where} ({len(state.nodes)} nodes, {len(state.pods)} pods)"

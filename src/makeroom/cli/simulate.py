@@ -8,22 +8,41 @@ from typing import Annotated, Any
 import typer
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, guarded, print_json
+from makeroom.cli.common import (
+    ExitStatus,
+    JsonOpt,
+    Output,
+    OutputOpt,
+    console,
+    emit,
+    guarded,
+    output_format,
+    say,
+)
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.tables import comparison_table, run_tables, timeline
-from makeroom.cli.wiring import bundled_scenarios, check_strategy, parse_strategies, simulate
+from makeroom.cli.wiring import (
+    bundled_scenarios,
+    check_strategy,
+    parse_autoscalers,
+    parse_strategies,
+    simulate,
+)
+from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
+from makeroom.model import AutoscalerKind
+from makeroom.report.verdict import Verdict, verdict
 from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Result
 
 FileArg = Annotated[Path, typer.Argument(help="A scenario file (spec v1).", show_default=False)]
 SeedOpt = Annotated[int, typer.Option(help="Seed for the random choices (the random expander).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON result of the spec instead of tables.")]
 ConsolidateOpt = Annotated[
     bool | None,
     typer.Option(
         "--consolidate/--no-consolidate",
         help="Turn the controller's consolidation pass on or off (default: the scenario's, on).",
+        show_default=False,
     ),
 ]
 ReportOpt = Annotated[
@@ -41,15 +60,46 @@ def _check_report_path(path: Path | None) -> None:
         raise InputError(str(path), [Problem("", f"expected an existing directory {path.parent}")])
 
 
+AutoscalerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--autoscaler",
+        help="cluster-autoscaler | karpenter; overrides the file's autoscaler.kind.",
+        show_default=False,
+    ),
+]
+AutoscalersOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated autoscalers to put side by side (cluster-autoscaler,karpenter); "
+        "default: the file's.",
+        show_default=False,
+    ),
+]
+
+
 def _run_all(
-    scenario: Scenario, strategies: list[str], seed: int, consolidate: bool | None = None
+    scenario: Scenario,
+    strategies: list[Strategy],
+    seed: int,
+    consolidate: bool | None = None,
+    autoscalers: list[AutoscalerKind] | None = None,
 ) -> list[Result]:
     results = []
+    kinds: list[AutoscalerKind | None] = list(autoscalers) if autoscalers else [None]
     with sim_progress() as bar:
-        for s in strategies:
-            track = bar.track(f"{scenario.name} · {s}", scenario.spec.duration)
-            results.append(simulate(scenario, s, seed, track, consolidate))
+        for kind in kinds:
+            for s in strategies:
+                label = f"{s}" if kind is None else f"{s}/{kind}"
+                track = bar.track(f"{scenario.name} · {label}", scenario.spec.duration)
+                results.append(simulate(scenario, s, seed, track, consolidate, kind))
     return results
+
+
+def _status(pending: bool) -> None:
+    """Exit status 3 when pods are still pending at the end (docs/cli.md)."""
+    if pending:
+        raise typer.Exit(ExitStatus.PENDING)
 
 
 @app.command("simulate")
@@ -57,45 +107,53 @@ def simulate_cmd(
     file: FileArg,
     strategy: Annotated[
         str | None,
-        typer.Option(help="none | preemption | evict | migrate; overrides the file's controller.strategy."),
+        typer.Option(help=f"{' | '.join(Strategy)}; overrides the file's controller.strategy."),
     ] = None,
     seed: SeedOpt = 0,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
+    autoscaler: AutoscalerOpt = None,
 ) -> None:
-    """Run one scenario in the simulated cluster and summarise what happened."""
+    """Run one scenario in the simulated cluster: what happened, and how each workload fared.
 
-    def go() -> None:
+    Exit status 3 when pods are still pending at the end."""
+
+    def go() -> Result:
+        fmt = output_format(output, json_out)
         scenario = load_scenario(file)
-        chosen = strategy or scenario.strategy
-        check_strategy(chosen, "--strategy" if strategy else f"{file}: controller.strategy")
+        chosen = check_strategy(strategy) if strategy else scenario.strategy
+        kinds = parse_autoscalers(autoscaler, "--autoscaler")
         _check_report_path(report)
-        (result,) = _run_all(scenario, [chosen], seed, consolidate)
+        (result,) = _run_all(scenario, [chosen], seed, consolidate, kinds)
         if report is not None:
             from makeroom.report import render_run
 
             render_run(result, report)
-        if json_out:
-            print_json(result.data)
-            return
-        _print_run(result.data)
+        if fmt.data:
+            emit(result.to_json(), fmt)
+            return result
+        _print_run(result, wide=fmt is Output.WIDE)
         if report is not None:
-            console.print(f"picture: {report}")
+            say(f"picture: {report}")
+        return result
 
-    guarded(go)
+    _status(bool(guarded(go).pending_at_end))
 
 
-def _print_run(data: dict[str, Any]) -> None:
-    for table in run_tables(data):
+def _print_run(result: Result, wide: bool = False) -> None:
+    for table in run_tables(result):
         console.print(table)
-    if data["pending_at_end"]:
-        console.print(f"[yellow]pending at end:[/] {', '.join(data['pending_at_end'])}")
-    lines = timeline(data)
+    if result.pending_at_end:
+        names = result.pending_at_end
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        say(f"pending at end: {shown}")
+    lines = timeline(result, limit=None if wide else 40)
     if lines:
-        console.print("[bold]timeline[/]")
+        console.print("[bold]what happened[/] (time, who, Event reason, object: message)")
         for line in lines:
-            console.print(line, highlight=False)
+            say(line)
 
 
 StrategiesOpt = Annotated[
@@ -103,47 +161,90 @@ StrategiesOpt = Annotated[
 ]
 
 
+def print_comparison(results: list[Result], wide: bool) -> Verdict:
+    """The side-by-side table, then the verdict: who meets the goals best, and at what price."""
+    console.print(comparison_table(results, wide=wide))
+    found = verdict(results)
+    for line in found.lines():
+        say(line)
+    return found
+
+
 @app.command("compare")
 def compare_cmd(
     file: FileArg,
     strategies: StrategiesOpt = None,
     seed: SeedOpt = 0,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: ReportOpt = None,
     consolidate: ConsolidateOpt = None,
+    autoscalers: AutoscalersOpt = None,
 ) -> None:
-    """Run one scenario under several strategies and show them side by side."""
+    """Run one scenario under several strategies: side by side, then a verdict per strategy and which
+    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler
+    (columns named strategy/autoscaler), and a verdict per autoscaler.
 
-    def go() -> None:
+    Past eight workloads the table shows the most affected and sums the others (-o wide: every one).
+    Exit status 3 when every strategy leaves pods pending at the end."""
+
+    def go() -> list[Result]:
+        fmt = output_format(output, json_out)
         scenario = load_scenario(file)
         names = parse_strategies(strategies)
+        kinds = parse_autoscalers(autoscalers)
         _check_report_path(report)
-        results = _run_all(scenario, names, seed, consolidate)
+        if report is not None and kinds is not None and len(kinds) > 1:
+            raise InputError(
+                "--report",
+                [Problem("", "expected one autoscaler for a picture; run compare once per autoscaler")],
+            )
+        results = _run_all(scenario, names, seed, consolidate, kinds)
         if report is not None:
             from makeroom.report import render_comparison
 
             render_comparison(results, report)
-        if json_out:
-            print_json(_comparison_json(scenario, results))
-            return
-        console.print(comparison_table([r.data for r in results]))
+        if fmt.data:
+            emit(_comparison_json(scenario, results, kinds), fmt)
+            return results
+        if kinds is not None and len(kinds) > 1:
+            _print_autoscalers(results, kinds, wide=fmt is Output.WIDE)
+        else:
+            print_comparison(results, wide=fmt is Output.WIDE)
         if report is not None:
-            console.print(f"picture: {report}")
+            say(f"picture: {report}")
+        return results
 
-    guarded(go)
+    _status(all(r.pending_at_end for r in guarded(go)))
 
 
-def _comparison_json(scenario: Scenario, results: list[Result]) -> dict[str, Any]:
-    return {
+def _print_autoscalers(results: list[Result], kinds: list[AutoscalerKind], wide: bool) -> None:
+    """Every run side by side, then the verdict among each autoscaler's strategies."""
+    console.print(comparison_table(results, wide=wide))
+    for kind in kinds:
+        console.print(f"[bold]under {kind}[/]")
+        for line in verdict([r for r in results if r.autoscaler is kind]).lines():
+            say(line)
+
+
+def _comparison_json(
+    scenario: Scenario, results: list[Result], kinds: list[AutoscalerKind] | None = None
+) -> dict[str, Any]:
+    """Spec v1's comparison; with --autoscalers, also the autoscalers, and results by run label."""
+    out: dict[str, Any] = {
         "scenario": scenario.name,
-        "strategies": [r.data["strategy"] for r in results],
-        "results": {r.data["strategy"]: r.data for r in results},
+        "strategies": list(dict.fromkeys(r.strategy.value for r in results)),
     }
+    if kinds is not None:
+        out["autoscalers"] = [k.value for k in kinds]
+    out["results"] = {r.label: r.to_json() for r in results}
+    return out
 
 
 @app.command("demo")
 def demo_cmd(
     strategies: StrategiesOpt = None,
+    output: OutputOpt = "",
     json_out: JsonOpt = False,
     report: Annotated[
         Path | None,
@@ -151,9 +252,12 @@ def demo_cmd(
     ] = Path("makeroom-demo.html"),
     no_report: Annotated[bool, typer.Option("--no-report", help="Write no picture.")] = False,
 ) -> None:
-    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966."""
+    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966.
 
-    def go() -> None:
+    Exit status 3 when, in some scenario, every strategy leaves pods pending at the end."""
+
+    def go() -> list[list[Result]]:
+        fmt = output_format(output, json_out)
         names = parse_strategies(strategies)
         target = None if no_report else report
         _check_report_path(target)
@@ -165,13 +269,14 @@ def demo_cmd(
             from makeroom.report import render_demo
 
             render_demo([results for _, results in comparisons], target)
-        if json_out:
-            print_json([_comparison_json(s, rs) for s, rs in comparisons])
-            return
-        for _, results in comparisons:
-            console.print(comparison_table([r.data for r in results]))
-            console.print()
-        if target is not None:
-            console.print(f"pictures: {target.resolve()}")
+        if fmt.data:
+            emit([_comparison_json(s, rs) for s, rs in comparisons], fmt)
+        else:
+            for _, results in comparisons:
+                print_comparison(results, wide=fmt is Output.WIDE)
+                console.print()
+            if target is not None:
+                say(f"pictures: {target.resolve()}")
+        return [rs for _, rs in comparisons]
 
-    guarded(go)
+    _status(any(all(r.pending_at_end for r in rs) for rs in guarded(go)))

@@ -9,18 +9,34 @@ from typing import Annotated
 import typer
 
 from makeroom.cli.app import app
-from makeroom.cli.common import console, guarded
+from makeroom.cli.common import console, guarded, usage_error, warn
 from makeroom.errors import InputError, Problem
 from makeroom.model.quantity import QuantityError, parse_duration
 from makeroom.trace.dlrm import CPU_NODE, GPU, GPU_NODE
 
-trace_app = typer.Typer(help="Convert published cluster traces into scenario files (spec v1).")
+trace_app = typer.Typer(
+    help="Convert published cluster traces into scenario files (spec v1).", rich_markup_mode=None
+)
 app.add_typer(trace_app, name="trace")
 
-OutOpt = Annotated[
-    Path,
-    typer.Option("--output", "-o", help="The scenario file to write ('-' for stdout).", show_default=False),
+WriteOpt = Annotated[
+    Path | None,
+    typer.Option("--write", "-w", help="The scenario file to write ('-' for stdout).", show_default=False),
 ]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Deprecated: the same as --write.", show_default=False),
+]
+
+
+def _target(write: Path | None, output: Path | None) -> Path:
+    """--write, or for one more release the -o/--output FILE it replaces."""
+    if output is not None:
+        warn(f"-o/--output FILE is deprecated and will be removed in the next release: use --write {output}")
+    target = write or output
+    if target is None:
+        usage_error("--write: expected the scenario file to write ('-' for stdout)")
+    return target
 
 
 def _seconds(text: str, option: str) -> float:
@@ -47,7 +63,8 @@ def dlrm_cmd(
     csv_file: Annotated[
         Path, typer.Argument(help="alibaba-dlrm-v2025.csv (cluster-trace-gpu-v2025).", show_default=False)
     ],
-    output: OutOpt,
+    write: WriteOpt = None,
+    output: OutOpt = None,
     start: Annotated[str, typer.Option(help="Window start, seconds from the trace start (or 480h).")] = "0",
     hours: Annotated[float, typer.Option(help="Window length in hours.")] = 6.0,
     step: Annotated[str, typer.Option(help="How often the live instances are sampled.")] = "5m",
@@ -65,6 +82,8 @@ def dlrm_cmd(
     outrank CPU-node (CN) ones, which tolerate the GPU nodes' taint (docs/traces.md)."""
     from makeroom.trace.dlrm import Options, convert, read_instances
 
+    target = _target(write, output)
+
     def go() -> None:
         options = Options(
             start=_seconds(start, "--start"),
@@ -77,7 +96,7 @@ def dlrm_cmd(
             headroom=headroom,
         )
         conversion = convert(read_instances(csv_file), options, str(csv_file))
-        if not _write(conversion.yaml(), output):
+        if not _write(conversion.yaml(), target):
             return
         scenario = conversion.scenario
         workloads = scenario["workloads"]
@@ -86,7 +105,7 @@ def dlrm_cmd(
         groups = ", ".join(f"{g['name']} {g['initial']}..{g['max']}" for g in scenario["node_groups"])
         events = len(scenario["events"])
         console.print(
-            f"{output}: {len(workloads)} workloads ({gpu} GPU-node and {cpu} CPU-node replicas at the "
+            f"{target}: {len(workloads)} workloads ({gpu} GPU-node and {cpu} CPU-node replicas at the "
             f"start), {events} scale events over {scenario['duration']}; nodes initial..max: {groups}",
             highlight=False,
             soft_wrap=True,
@@ -104,7 +123,8 @@ def gpu_cmd(
             show_default=False,
         ),
     ],
-    output: OutOpt,
+    write: WriteOpt = None,
+    output: OutOpt = None,
     start: Annotated[str, typer.Option(help="Window start, seconds from the trace start (or 2800h).")] = "0",
     hours: Annotated[float, typer.Option(help="Window length in hours.")] = 6.0,
     node_scale: Annotated[
@@ -117,17 +137,19 @@ def gpu_cmd(
     pod, deployed and deleted as in the trace (docs/traces.md)."""
     from makeroom.trace.gpu import Options, convert, read_dir
 
+    target = _target(write, output)
+
     def go() -> None:
         options = Options(start=_seconds(start, "--start"), hours=hours, node_scale=node_scale)
         machines, tasks = read_dir(csv_dir)
         conversion = convert(machines, tasks, options, str(csv_dir))
-        if not _write(conversion.yaml(), output):
+        if not _write(conversion.yaml(), target):
             return
         scenario = conversion.scenario
         nodes = sum(g["initial"] for g in scenario["node_groups"])
         kinds = Counter(next(k for k in e if k != "at") for e in scenario["events"])
         console.print(
-            f"{output}: {len(scenario['node_groups'])} node groups, {nodes} nodes; "
+            f"{target}: {len(scenario['node_groups'])} node groups, {nodes} nodes; "
             f"{len(scenario['workloads'])} pods at the start, {kinds['deploy']} deployed and "
             f"{kinds['delete']} deleted over {scenario['duration']}",
             highlight=False,

@@ -1,5 +1,5 @@
-"""Builds runs: a scenario, a strategy, and the simulated cluster (plus the controller, for the
-strategies that need it). Tests, benchmarks and commands all go through here."""
+"""What the commands share about runs: strategies named on the command line, the bundled seeds, and a
+wall-clock timer. The runs themselves are built by ``makeroom.sim.runs``."""
 
 from __future__ import annotations
 
@@ -7,77 +7,23 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from makeroom.controller import STRATEGIES as CONTROLLER_STRATEGIES
-from makeroom.controller import Controller, ControllerConfig
+from makeroom.controller import Strategy
 from makeroom.errors import InputError, Problem
+from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario, load_scenario
-from makeroom.scenario.schema import STRATEGIES
-from makeroom.sim import BUILTIN_STRATEGIES, Options, Result, Simulation
-from makeroom.sim.clock import Phase
-from makeroom.sim.port import SimCluster
+from makeroom.sim import Result
+from makeroom.sim.runs import build
 
 Progress = Callable[[float], None]
 
 
-def available_strategies() -> tuple[str, ...]:
-    return (*BUILTIN_STRATEGIES, *CONTROLLER_STRATEGIES)
-
-
-def check_strategy(name: str, source: str = "--strategy") -> None:
-    if name not in STRATEGIES:
-        raise InputError(source, [Problem("", f"expected one of {', '.join(STRATEGIES)}, got {name!r}")])
-    if name not in available_strategies():
+def check_strategy(name: str, source: str = "--strategy") -> Strategy:
+    try:
+        return Strategy(name)
+    except ValueError:
         raise InputError(
-            source,
-            [
-                Problem(
-                    "",
-                    f"strategy {name!r} needs the relocation controller, which this build does not "
-                    f"have yet; available: {', '.join(available_strategies())}",
-                )
-            ],
-        )
-
-
-def build(
-    scenario: Scenario,
-    strategy: str | None = None,
-    seed: int = 0,
-    consolidate: bool | None = None,
-    **options: bool,
-) -> Simulation:
-    chosen = strategy or scenario.strategy
-    check_strategy(chosen, "--strategy" if strategy else f"{scenario.source}: controller.strategy")
-    sim = Simulation(scenario, Options(strategy=chosen, seed=seed, **options))
-    if chosen in CONTROLLER_STRATEGIES:
-        attach_controller(sim, controller_config(scenario, chosen, consolidate))
-    return sim
-
-
-def controller_config(scenario: Scenario, strategy: str, consolidate: bool | None = None) -> ControllerConfig:
-    """The scenario's controller section; ``consolidate`` (the CLI's choice) overrides its own."""
-    c = scenario.spec.controller
-    return ControllerConfig(
-        strategy=strategy,
-        interval=c.interval,
-        timeout=c.timeout,
-        cooldown=c.cooldown,
-        max_moves_in_flight=c.max_moves_in_flight,
-        consolidation=c.consolidation.enabled if consolidate is None else consolidate,
-        consolidation_min_saving=c.consolidation.min_saving,
-        consolidation_max_moves=c.consolidation.max_moves,
-        consolidation_window=c.consolidation.window,
-        consolidation_wait=c.consolidation.wait,
-        autoscaler_expander=scenario.spec.autoscaler.expander,
-    )
-
-
-def attach_controller(sim: Simulation, config: ControllerConfig) -> Controller:
-    """The relocation controller, unchanged, on the simulated cluster's port and clock."""
-    port = SimCluster(sim.world)
-    controller = Controller(port, port, config)
-    sim.every(config.interval, Phase.CONTROLLER, controller.tick)
-    return controller
+            source, [Problem("", f"expected one of {', '.join(Strategy)}, got {name!r}")]
+        ) from None
 
 
 def simulate(
@@ -86,17 +32,36 @@ def simulate(
     seed: int = 0,
     progress: Progress | None = None,
     consolidate: bool | None = None,
+    autoscaler: AutoscalerKind | None = None,
 ) -> Result:
-    return build(scenario, strategy, seed, consolidate).run(progress=progress)
+    """One run; a strategy named on the command line (``--strategy``) is checked first."""
+    chosen = check_strategy(strategy) if strategy else scenario.strategy
+    return build(scenario, chosen, seed, consolidate, autoscaler).run(progress=progress)
 
 
-def parse_strategies(text: str | None) -> list[str]:
-    names = list(available_strategies()) if not text else [s.strip() for s in text.split(",") if s.strip()]
+def parse_autoscalers(text: str | None, source: str = "--autoscalers") -> list[AutoscalerKind] | None:
+    """Autoscalers named on the command line; None: the scenario's."""
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    out = []
+    for name in names or [""]:
+        try:
+            out.append(AutoscalerKind(name))
+        except ValueError:
+            raise InputError(
+                source, [Problem("", f"expected one of {', '.join(AutoscalerKind)}, got {name!r}")]
+            ) from None
+    return list(dict.fromkeys(out))
+
+
+def parse_strategies(text: str | None) -> list[Strategy]:
+    if not text:
+        return list(Strategy)
+    names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
         raise InputError("--strategies", [Problem("", "expected a comma-separated list of strategies")])
-    for name in names:
-        check_strategy(name, "--strategies")
-    return names
+    return [check_strategy(name, "--strategies") for name in names]
 
 
 def bundled_scenarios() -> list[Path]:

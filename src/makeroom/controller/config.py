@@ -1,41 +1,223 @@
-"""The controller's knobs, with the defaults a cluster gets when it sets none."""
+"""The controller's knobs: one definition of each default and of each valid range.
+
+The scenario format (``controller:``), the ``makeroom run`` flags, the Helm chart's values (checked by
+a test) and the simulator all take their defaults and their limits from here; ``problems()`` is the one
+validation, which the scenario schema and the CLI flags share.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import Field, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
 
-STRATEGIES = ("evict", "migrate")
+from makeroom.errors import Problem
+
+
+class Strategy(StrEnum):
+    """How pending pods are helped (spec v1: ``controller.strategy``, ``--strategy``)."""
+
+    NONE = "none"
+    """No relocation controller, and the scheduler does not preempt: the status quo."""
+    PREEMPTION = "preemption"
+    """No relocation controller; the scheduler preempts as kube-scheduler does, for pods whose policy
+    allows it."""
+    EVICT = "evict"
+    """makeroom relocates: it chooses the victims, checks each has somewhere to go, keeps the room and
+    evicts within PodDisruptionBudgets."""
+    MIGRATE = "migrate"
+    """As ``evict``, but make-before-break: a victim's replacement is Ready elsewhere before the victim
+    is removed."""
+
+    @property
+    def relocates(self) -> bool:
+        """Whether the strategy needs the relocation controller."""
+        return self in RELOCATING
+
+
+RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE})
+"""The strategies that run the relocation controller (``makeroom run`` accepts only these)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The values a knob accepts: ``low < x`` (or ``low <= x``) and ``x <= high``, all finite."""
+
+    low: float
+    low_open: bool = False
+    high: float = math.inf
+
+    def problem(self, value: float) -> str | None:
+        if not math.isfinite(value):
+            return f"expected a finite number, got {value!r}"
+        if value < self.low or (self.low_open and value == self.low):
+            bound = "greater than" if self.low_open else "at least"
+            return f"expected {bound} {self.low:g}, got {value!r}"
+        if value > self.high:
+            return f"expected at most {self.high:g}, got {value!r}"
+        return None
+
+
+POSITIVE = Range(0.0, low_open=True)
+NON_NEGATIVE = Range(0.0)
+AT_LEAST_ONE = Range(1.0)
+SHARE = Range(0.0, high=1.0)
+
+
+def knob(default: Any, limits: Range | None, flag: str | None, helm: str | None, doc: str) -> Any:
+    """A field with its default, its range, its ``makeroom run`` flag and its Helm value."""
+    return field(default=default, metadata={"range": limits, "flag": flag, "helm": helm, "doc": doc})
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationConfig:
+    """Moving replicas off costly nodes to cheaper groups when that lets the autoscaler remove the node
+    for less than it costs (cortex issue 1965). Only when no pod waits to be scheduled."""
+
+    enabled: bool = knob(True, None, "--consolidate/--no-consolidate", "consolidation.enabled", "on or off")
+    min_saving: float = knob(
+        0.2,
+        SHARE,
+        "--consolidation-min-saving",
+        "consolidation.minSaving",
+        "the share of the freed node's hourly price that a consolidation must save, after the price "
+        "of any cheaper node it adds",
+    )
+    max_moves: int = knob(
+        10,
+        AT_LEAST_ONE,
+        "--consolidation-max-moves",
+        "consolidation.maxMoves",
+        "the pods consolidation may move per window",
+    )
+    window: float = knob(
+        600.0, POSITIVE, "--consolidation-window", "consolidation.window", "the window of that budget"
+    )
+    wait: float = knob(
+        1800.0,
+        POSITIVE,
+        "--consolidation-wait",
+        "consolidation.wait",
+        "how long an emptied node may wait for the autoscaler to remove it before makeroom lifts its "
+        "taint and gives up",
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
-    strategy: str = "migrate"
-    interval: float = 2.0
-    """Seconds between two reconciliations: well inside the autoscaler's 10 s scan, so that a
-    decision lands before the autoscaler acts on the pending pod."""
-    timeout: float = 900.0
-    """A relocation whose pod is not bound by then is rolled back and planned again."""
-    cooldown: float = 600.0
-    """A pod that makeroom moved (a replacement) is not moved again within this time."""
-    max_moves_in_flight: int = 20
-    """The most pods one round of relocations may move at once."""
-    backoff: float = 2.0
-    """First wait after a refused eviction or a failed call; doubles up to ``max_backoff``."""
-    max_backoff: float = 30.0
-    autoscaler_expander: str = "least-waste"
-    """The cluster-autoscaler's ``--expander`` (its default: least-waste). With ``priority`` (groups
-    in preference order) a moved replica may wait for a new node of a cheaper group even where a
-    group the pending pod could use might also grow; with any other, the planner does not count on
-    it (docs/controller.md, "Moved replicas and the autoscaler's expander")."""
-    consolidation: bool = True
-    """Move replicas off costly nodes to cheaper groups when that lets the autoscaler remove the node
-    for less than it costs (cortex issue 1965). Only when no pod waits to be scheduled."""
-    consolidation_min_saving: float = 0.2
-    """The share of the freed node's hourly price that a consolidation must save, after the price of
-    any cheaper node it adds."""
-    consolidation_max_moves: int = 10
-    """The budget of pods consolidation may move per ``consolidation_window``."""
-    consolidation_window: float = 600.0
-    consolidation_wait: float = 1800.0
-    """How long an emptied node may wait for the autoscaler to remove it before makeroom lifts its
-    taint and gives up."""
+    strategy: Strategy = knob(Strategy.MIGRATE, None, "--strategy", "controller.strategy", "evict or migrate")
+    interval: float = knob(
+        2.0,
+        POSITIVE,
+        "--interval",
+        "controller.interval",
+        "seconds between two reconciliations: well inside the autoscaler's 10 s scan, so that a "
+        "decision lands before the autoscaler acts on the pending pod",
+    )
+    timeout: float = knob(
+        900.0,
+        POSITIVE,
+        "--timeout",
+        "controller.timeout",
+        "a relocation whose pod is not bound by then is rolled back and planned again",
+    )
+    cooldown: float = knob(
+        600.0,
+        NON_NEGATIVE,
+        "--cooldown",
+        "controller.cooldown",
+        "a pod that makeroom moved (a replacement) is not moved again within this time",
+    )
+    max_moves_in_flight: int = knob(
+        20, AT_LEAST_ONE, "--max-moves", "controller.maxMoves", "the most pods one round may move at once"
+    )
+    backoff: float = knob(
+        2.0,
+        POSITIVE,
+        None,
+        None,
+        "first wait after a refused eviction or a failed call; doubles up to max_backoff",
+    )
+    max_backoff: float = knob(30.0, POSITIVE, None, None, "the longest wait between two retries")
+    autoscaler_expander: str = knob(
+        "least-waste",
+        None,
+        "--autoscaler-expander",
+        "nodeGroups.autoscalerExpander",
+        "the cluster-autoscaler's --expander (its default: least-waste). With priority (groups in "
+        "preference order) a moved replica may wait for a new node of a cheaper group even where a "
+        "group the pending pod could use might also grow; with any other, the planner does not count "
+        'on it (docs/controller.md, "Moved replicas and the autoscaler\'s expander")',
+    )
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strategy", Strategy(self.strategy))
+
+    def problems(self) -> list[Problem]:
+        """Every knob out of its range, by key path (``interval``, ``consolidation.min_saving``)."""
+        found = _problems(self, "")
+        if self.max_backoff < self.backoff:
+            found.append(Problem("max_backoff", f"expected at least backoff ({self.backoff:g})"))
+        return found
+
+
+def _problems(config: object, prefix: str) -> list[Problem]:
+    found = []
+    for f in fields(config):  # type: ignore[arg-type]
+        value = getattr(config, f.name)
+        limits = f.metadata.get("range")
+        if limits is not None:
+            message = limits.problem(float(value))
+            if message is not None:
+                found.append(Problem(prefix + f.name, message))
+        elif isinstance(value, ConsolidationConfig):
+            found.extend(_problems(value, f"{prefix}{f.name}."))
+    return found
+
+
+def _field(config: type, name: str) -> Field[Any]:
+    return next(f for f in fields(config) if f.name == name)
+
+
+def metadata_of(path: str) -> dict[str, Any]:
+    """A knob's metadata (range, flag, helm, doc) by key path (``consolidation.min_saving``)."""
+    config: type = ControllerConfig
+    *outer, name = path.split(".")
+    for part in outer:
+        config = _NESTED[part]
+    return dict(_field(config, name).metadata)
+
+
+def knobs(config: type = ControllerConfig, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every knob of the config as (key path, default), nested configs flattened."""
+    out: list[tuple[str, Any]] = []
+    for f in fields(config):
+        if f.name in _NESTED:
+            out.extend(knobs(_NESTED[f.name], f"{prefix}{f.name}."))
+        else:
+            out.append((prefix + f.name, f.default))
+    return out
+
+
+def range_of(config: type, name: str) -> Range | None:
+    """The range of one knob, for validators that check a field at a time (the scenario schema)."""
+    limits: Range | None = _field(config, name).metadata.get("range")
+    return limits
+
+
+def default_of(config: type, name: str) -> Any:
+    """The default of one knob."""
+    return _field(config, name).default
+
+
+_NESTED: dict[str, type] = {"consolidation": ConsolidationConfig}
+
+
+def duration_text(seconds: float) -> str:
+    """A default duration as flags and the chart write it: ``2s``, ``15m``, ``1h``."""
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"

@@ -1,21 +1,29 @@
 """The controller's loop: observe, verify and act on what is under way, clean up, then plan.
 
 Relocation always comes first: consolidation starts only when no pod waits to be scheduled and no
-relocation runs, and a consolidation that is still moving pods stops as soon as one waits.
+relocation runs, and a consolidation that is still moving pods stops as soon as one waits. Planning for
+the waiting pods goes on while relocations run (their pods, victims and moves are held out of the new
+plans), so that no relocation, however long, stops makeroom for the rest of the cluster.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from makeroom.controller.config import ControllerConfig
 from makeroom.controller.consolidator import Consolidations
-from makeroom.controller.port import Clock, Cluster
-from makeroom.controller.records import SURGE
+from makeroom.controller.port import Clock, Cluster, ClusterError
+from makeroom.controller.records import Records
 from makeroom.controller.relocator import Relocations
-from makeroom.controller.steps import NODE_ANCHOR, Steps, TickReport, node_anchor
+from makeroom.controller.scope import Scope
+from makeroom.controller.steps import NODE_ANCHOR, RetryKey, Step, Steps, TickReport, node_anchor
+from makeroom.controller.validate import Live
 from makeroom.model import Pod
 from makeroom.model.state import ClusterState
+from makeroom.planner import Plan, plan
+
+log = logging.getLogger("makeroom.controller")
 
 EXPECTATION_TIMEOUT = 30.0
 REPLAN_AFTER_CHANGE = 10.0  # one autoscaler scan
@@ -32,54 +40,105 @@ class Attempt:
 
 
 class Controller:
-    def __init__(self, cluster: Cluster, clock: Clock, config: ControllerConfig) -> None:
-        self.steps = Steps(cluster, clock, config)
+    def __init__(
+        self, cluster: Cluster, clock: Clock, config: ControllerConfig, scope: Scope | None = None
+    ) -> None:
+        self.steps = Steps(cluster, clock, config, scope)
         self.relocations = Relocations(self.steps)
         self.consolidations = Consolidations(self.steps)
         self.config = config
-        # Records written but perhaps not yet seen in a cached snapshot (a controller's expectations):
-        # no new round is planned until they show, so a lagging cache never starts anything twice.
+        # Records written but not yet seen in the store (a dry run writes none): no new round is
+        # planned until they show, so nothing is ever started twice.
         self._expected: dict[str, float] = {}
-        self._attempts: dict[str, Attempt] = {}
+        self._attempts: dict[Step, Attempt] = {}
 
     @property
     def report(self) -> TickReport:
         return self.steps.report
+
+    @property
+    def scope(self) -> Scope:
+        return self.steps.scope
 
     def tick(self) -> TickReport:
         s = self.steps
         s.report = TickReport()
         now = s.clock.now()
         state = s.cluster.snapshot()
-        surging = {w for w, wl in state.workloads.items() if SURGE in wl.annotations}
-        # A surge's own new pods wait for room by design; every other unschedulable pod is waiting.
-        waiting = [
-            p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging
-        ]
-        relocating, marked = self.relocations.scan(state)
-        for pod, record in relocating:
-            s.guarded(pod.key, self.relocations.advance, state, pod, record, now)
-        consolidating = self.consolidations.active(state)
-        for node, record in consolidating:
-            anchor = node_anchor(node.name)
-            s.guarded(anchor, self.consolidations.advance, state, node, record, now, waiting)
-        live = {p.key for p, _ in relocating} | {node_anchor(n.name) for n, _ in consolidating}
-        s.guarded("orphans", s.collect_orphans, state, live, marked)
-        s.guarded("orphan-taints", self.consolidations.collect_orphans, state)
+        try:
+            records = s.cluster.records()
+            live = Live(state, s.cluster.namespaces(), now)
+        except ClusterError as exc:  # without its records makeroom must not act at all
+            s.report.errors += 1
+            log.warning("records not read; nothing done this round", extra={"error": str(exc)})
+            return s.report
+        s.validator.see(live)
+        waiting = _waiting(state, records)
+        relocating, marked = self.relocations.scan(state, records)
+        for key, pod, record in relocating:
+            s.guarded(RetryKey.pod(key), self.relocations.advance, state, key, pod, record, now)
+        consolidating = self.consolidations.active(state, records)
+        for name, node, consolidation in consolidating:
+            retry = RetryKey.consolidation(name)
+            s.guarded(retry, self.consolidations.advance, state, name, node, consolidation, now, waiting)
+        anchors = set(records.relocations) | {node_anchor(n) for n in records.consolidations}
+        s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked)
+        s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, records)
         for key, when in list(self._expected.items()):
             gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
-            if key in live or gone or now - when > EXPECTATION_TIMEOUT:
+            if key in anchors or gone or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
-        if relocating or self._expected:
+        if self._expected:
             return s.report
-        if waiting and self._worth_planning("plan", state, {p.key for p in waiting}, now):
-            s.guarded("plan", self._plan, state, waiting, now)
-        consolidate = self.config.consolidation and not waiting and not consolidating
-        if consolidate and self._worth_planning("consolidate", state, set(), now):
-            s.guarded("consolidate", self._consolidate, state, now)
+        to_plan = self._room_for(waiting, records, live)
+        if to_plan and self._worth_planning(Step.PLAN, state, {p.key for p in to_plan}, now):
+            s.guarded(RetryKey.step(Step.PLAN), self._plan, live, to_plan, records)
+        idle = not waiting and not records.relocations and not records.consolidations
+        consolidate = self.config.consolidation.enabled and idle
+        if consolidate and self._worth_planning(Step.CONSOLIDATE, state, set(), now):
+            s.guarded(RetryKey.step(Step.CONSOLIDATE), self._consolidate, live, records)
         return s.report
 
-    def _worth_planning(self, kind: str, state: ClusterState, waiting: set[str], now: float) -> bool:
+    def clean_up(self, why: str) -> TickReport:
+        """Undo everything makeroom has under way and every mark it left (``makeroom cleanup``, before
+        an uninstall): each relocation rolled back, each consolidation given up, every victim mark and
+        consolidation taint removed, every record deleted. Idempotent: a second pass finds nothing. A
+        failed call raises ClusterError; the caller runs the pass again."""
+        s = self.steps
+        s.report = TickReport()
+        now = s.clock.now()
+        state = s.cluster.snapshot()
+        records = s.cluster.records()
+        relocating, marked = self.relocations.scan(state, records)
+        for key, pod, record in relocating:
+            self.relocations.roll_back(state, key, pod, record, why, now)
+        for name, node, consolidation in self.consolidations.active(state, records):
+            self.consolidations.give_up(state, name, node, consolidation, why, now)
+        handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}
+        s.collect_orphans(state, set(), [p for p in marked if p.key not in handled])
+        self.consolidations.collect_orphans(state, records)  # the nodes of records were given up above
+        return s.report
+
+    def preview(self, state: ClusterState) -> Plan:
+        """The plan that a relocation round would carry out on ``state`` now, with exactly the policy
+        of the real run: what ``makeroom run --dry-run`` logs."""
+        s = self.steps
+        records = s.cluster.records()
+        live = Live(state, s.cluster.namespaces(), s.clock.now())
+        to_plan = self._room_for(_waiting(state, records), records, live)
+        return plan(state, self.relocations.policy(live, to_plan, records))
+
+    def _room_for(self, waiting: list[Pod], records: Records, live: Live) -> list[Pod]:
+        """The waiting pods makeroom may make room for: inside the admin's scope, without a relocation
+        under way."""
+        side = self.scope.room_for
+        return [
+            p
+            for p in waiting
+            if p.key not in records.relocations and side.refuses(p, live.namespaces) is None
+        ]
+
+    def _worth_planning(self, kind: Step, state: ClusterState, waiting: set[str], now: float) -> bool:
         """Planning again on an unchanged cluster gives the same answer. Plan at once for a pod that
         newly waits; after a fruitless attempt, again once the cluster changed and a little time
         passed (or, for what time alone changes, cooldowns and backoffs, after a longer while)."""
@@ -90,14 +149,21 @@ class Controller:
         changed = state.generation != last.generation
         return (changed and since >= REPLAN_AFTER_CHANGE) or since >= REPLAN_EVERY
 
-    def _plan(self, state: ClusterState, waiting: list[Pod], now: float) -> None:
-        started = self.relocations.start(state, waiting, now)
+    def _plan(self, live: Live, waiting: list[Pod], records: Records) -> None:
+        started = self.relocations.start(live, waiting, records)
         for key in started:
-            self._expected[key] = now
-        self._attempts["plan"] = Attempt(now, state.generation, {p.key for p in waiting})
+            self._expected[key] = live.now
+        self._attempts[Step.PLAN] = Attempt(live.now, live.state.generation, {p.key for p in waiting})
 
-    def _consolidate(self, state: ClusterState, now: float) -> None:
-        node = self.consolidations.start(state, now)
+    def _consolidate(self, live: Live, records: Records) -> None:
+        node = self.consolidations.start(live, records)
         if node is not None:
-            self._expected[node_anchor(node)] = now
-        self._attempts["consolidate"] = Attempt(now, state.generation, set())
+            self._expected[node_anchor(node)] = live.now
+        self._attempts[Step.CONSOLIDATE] = Attempt(live.now, live.state.generation, set())
+
+
+def _waiting(state: ClusterState, records: Records) -> list[Pod]:
+    """The pods to make room for: unschedulable, and not the new pods of a surge (those wait for room
+    by design)."""
+    surging = records.surging()
+    return [p for p in state.pending() if p.unschedulable_since is not None and p.workload not in surging]

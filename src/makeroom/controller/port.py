@@ -3,6 +3,10 @@
 The simulator and the Kubernetes adapter implement it; the controller sees nothing else. Every verb
 names its objects by key (``namespace/name`` for pods, ``namespace/name`` for workloads, the name for
 nodes), so that an implementation never hands the controller a live object to mutate.
+
+makeroom's own records (what it decided and how far it got) go to a store that only makeroom writes
+(``records``, ``save_record``, ``delete_record``): custom resources in its own namespace on a real
+cluster, never annotations on objects a tenant may write.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
 
@@ -41,6 +48,27 @@ class Cluster(Protocol):
         """The cluster as the controller may plan on it. Read-only: never mutate what it returns."""
         ...
 
+    def namespaces(self) -> NamespaceLabels:
+        """Every namespace's labels (which only an admin sets), for the scope's selectors."""
+        ...
+
+    def deployment_of(self, pod: str) -> str | None:
+        """The Deployment (a workload key) that controls the pod through its ReplicaSet, by owner
+        references and their uids as the cluster has them now; None when no Deployment does."""
+        ...
+
+    def records(self) -> Records:
+        """makeroom's records, read from its own store as they are now (never from a stale cache)."""
+        ...
+
+    def save_record(self, record: Record) -> None:
+        """Create or replace the record of ``record.subject``."""
+        ...
+
+    def delete_record(self, kind: RecordKind, subject: str) -> None:
+        """Remove a record; one already gone is no error."""
+        ...
+
     def evict(self, pod: str) -> None:
         """The Eviction API. Raises EvictionBlockedError on 429, NotFoundError when gone."""
         ...
@@ -57,8 +85,6 @@ class Cluster(Protocol):
 
     def taint_node(self, node: str, taint: Taint) -> None: ...
 
-    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None: ...
-
     def untaint_node(self, node: str, key: str) -> None: ...
 
     def nominate(self, pod: str, node: str | None) -> None:
@@ -69,8 +95,6 @@ class Cluster(Protocol):
         """Set spec.replicas through the scale subresource."""
         ...
 
-    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None: ...
-
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        """A Kubernetes Event on the object (kind Pod, Node or Deployment)."""
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        """A Kubernetes Event on the object (``name``: a pod's key, a node's name)."""
         ...

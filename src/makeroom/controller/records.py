@@ -1,20 +1,25 @@
-"""What the controller writes on the objects it touches, so that a fresh controller can resume or
-roll back what a dead one started. Nothing else of its progress lives anywhere. (The victim mark,
-makeroom.io/victim-of, lives in the model: the simulator's ReplicaSets read it too.)"""
+"""makeroom's own records: what a relocation or a consolidation under way has decided and done, so that
+a fresh controller resumes or rolls back what a dead one started.
+
+They live in a store that only makeroom writes (the port's ``records``/``save_record``/
+``delete_record``: custom resources in makeroom's own namespace on a real cluster, the simulated API
+server's store in the simulator), never on objects a tenant may write. What makeroom still puts on
+pods (the victim mark, the deletion cost, the scale-up delay) and nodes (its taints) only acts on the
+cluster; it is never read back as a plan. (The victim mark, makeroom.io/victim-of, lives in the model:
+the simulator's ReplicaSets read it too.)
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
 
-RELOCATION = "makeroom.io/relocation"
-"""On the pending pod: the relocation under way for it (a JSON Relocation)."""
-CONSOLIDATION = "makeroom.io/consolidation"
-"""On a node being emptied for the autoscaler to remove: the consolidation under way (a JSON Relocation)."""
+from makeroom.controller.config import Strategy
+
 CONSOLIDATING_TAINT = "makeroom.io/consolidating"
 """NoSchedule taint on a node being emptied, so that the pods moved off it cannot come straight back."""
-SURGE = "makeroom.io/surge"
-"""On a workload that ``migrate`` scaled up: its replicas before, by how much, and for which pod."""
 PRIOR_DELETION_COST = "makeroom.io/prior-deletion-cost"
 """On a victim: its pod-deletion-cost before makeroom lowered it, restored on roll-back."""
 VICTIM_DELETION_COST = "-2147483647"
@@ -23,10 +28,24 @@ VICTIM_DELETION_COST = "-2147483647"
 MAKEROOM_PREFIX = "makeroom.io/"
 
 
-class Phase:
-    HOLDING = "holding"  # room kept for the pod; evict: victims leaving; migrate: replacements coming
-    DRAINING = "draining"  # migrate: replacements Ready, workloads scaled back, victims leaving
-    EMPTY = "empty"  # consolidation: the node is empty; the autoscaler is to remove it
+class RecordKind(StrEnum):
+    """The two kinds of record: what each is about (its subject) differs."""
+
+    RELOCATION = "relocation"
+    """Room made for one pending pod; its subject is the pod's key (``namespace/name``)."""
+    CONSOLIDATION = "consolidation"
+    """A costly node being emptied; its subject is the node's name."""
+
+
+class Phase(StrEnum):
+    """Where a relocation or a consolidation stands (the ``phase`` of its record)."""
+
+    HOLDING = "holding"
+    """Room kept for the pod; evict: victims leaving; migrate and consolidation: replacements coming."""
+    DRAINING = "draining"
+    """migrate and consolidation: replacements Ready, workloads scaled back, victims leaving."""
+    EMPTY = "empty"
+    """Consolidation: the node is empty; the autoscaler is to remove it."""
 
 
 @dataclass(slots=True)
@@ -37,43 +56,175 @@ class Victim:
 
 
 @dataclass(slots=True)
-class Relocation:
-    strategy: str
+class Surge:
+    """The make-before-break surge of one workload, decided when the record is written."""
+
+    by: int  # replicas added: the workload's victims
+    base: int  # replicas before the surge, restored when it ends
+    need_ready: int  # Ready pods other than the victims before the workload may shrink back
+
+
+@dataclass(slots=True, kw_only=True)
+class Moves:
+    """What a relocation and a consolidation share: the pods that leave, the make-before-break surge
+    of their workloads, and the phase of the whole."""
+
     node: str
+    """Relocation: the node the pending pod goes to. Consolidation: the node being emptied."""
     started: float
     deadline: float
     victims: list[Victim]
-    phase: str = Phase.HOLDING
+    phase: Phase = Phase.HOLDING
     since: float = 0.0  # when the current phase began
-    surge: dict[str, int] = field(default_factory=dict)  # workload -> extra replicas (migrate)
+    surge: dict[str, Surge] = field(default_factory=dict)  # workload -> its surge
+    why: str = ""  # one line for people: what makeroom does and why (the Event it started with)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+    kind: ClassVar[RecordKind]
+
+    @property
+    def subject(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def surging(self) -> frozenset[str]:
+        """The workloads scaled up now: the surge holds until the phase leaves ``holding``."""
+        return frozenset(self.surge) if self.phase is Phase.HOLDING else frozenset()
+
+    def to_fields(self) -> dict[str, Any]:
+        """Plain values (the store's format): JSON for the simulator, a custom resource's spec and
+        status on a real cluster."""
+        return {
+            "node": self.node,
+            "started": self.started,
+            "deadline": self.deadline,
+            "victims": [{"pod": v.pod, "workload": v.workload, "node": v.node} for v in self.victims],
+            "phase": self.phase.value,
+            "since": self.since,
+            "surge": {
+                w: {"by": s.by, "base": s.base, "need_ready": s.need_ready} for w, s in self.surge.items()
+            },
+            "why": self.why,
+        }
+
+    @staticmethod
+    def _parse(raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The shared fields, checked: a damaged record raises (ValueError, TypeError, KeyError)."""
+        victims = [_victim(v) for v in raw["victims"]]
+        surge = {str(w): _surge(s) for w, s in (raw.get("surge") or {}).items()}
+        return {
+            "node": _text(raw["node"]),
+            "started": _number(raw["started"]),
+            "deadline": _number(raw["deadline"]),
+            "victims": victims,
+            "phase": Phase(raw.get("phase", Phase.HOLDING)),
+            "since": _number(raw.get("since", 0.0)),
+            "surge": surge,
+            "why": str(raw.get("why") or ""),
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class Relocation(Moves):
+    """Room made for the pending pod ``pod`` on ``node``."""
+
+    pod: str  # key
+    strategy: Strategy
+
+    kind: ClassVar[RecordKind] = RecordKind.RELOCATION
+
+    @property
+    def subject(self) -> str:
+        return self.pod
+
+    def to_fields(self) -> dict[str, Any]:
+        return {**Moves.to_fields(self), "pod": self.pod, "strategy": self.strategy.value}
 
     @classmethod
-    def from_json(cls, text: str) -> Relocation | None:
-        """None for a record that is not ours or is damaged: the caller rolls that pod back."""
+    def from_fields(cls, raw: Mapping[str, Any]) -> Relocation | None:
+        """None for a record that is damaged or not a relocation: the caller rolls that pod back."""
         try:
-            raw = json.loads(text)
-            victims = [Victim(**v) for v in raw.pop("victims")]
-            return cls(victims=victims, **raw)
+            strategy = Strategy(raw["strategy"])
+            if not strategy.relocates:
+                return None
+            return cls(pod=_text(raw["pod"]), strategy=strategy, **Moves._parse(raw))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
 
 
-@dataclass(slots=True)
-class Surge:
-    base: int  # replicas before the surge
-    by: int
-    for_pod: str
-    need_ready: int  # Ready pods other than the victims before the workload may shrink back
+@dataclass(slots=True, kw_only=True)
+class Consolidation(Moves):
+    """The node ``node`` being emptied: its pods move to cheaper nodes."""
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+    kind: ClassVar[RecordKind] = RecordKind.CONSOLIDATION
+
+    @property
+    def subject(self) -> str:
+        return self.node
 
     @classmethod
-    def from_json(cls, text: str) -> Surge | None:
+    def from_fields(cls, raw: Mapping[str, Any]) -> Consolidation | None:
+        """None for a record that is damaged: the caller gives that node up."""
         try:
-            return cls(**json.loads(text))
-        except (ValueError, TypeError):
+            return cls(**Moves._parse(raw))
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
+
+
+Record = Relocation | Consolidation
+
+
+@dataclass(slots=True)
+class Records:
+    """Every record in the store, by subject. None marks a record that cannot be read (damaged): the
+    controller rolls back what it can and removes it."""
+
+    relocations: dict[str, Relocation | None] = field(default_factory=dict)  # pod key -> record
+    consolidations: dict[str, Consolidation | None] = field(default_factory=dict)  # node -> record
+
+    def surging(self) -> frozenset[str]:
+        """Workloads scaled up by a record under way: their new pods wait for room by design."""
+        out: set[str] = set()
+        for record in (*self.relocations.values(), *self.consolidations.values()):
+            if record is not None:
+                out |= record.surging
+        return frozenset(out)
+
+    def moving(self) -> frozenset[str]:
+        """Pods that a record under way moves: no other plan may count on them."""
+        return frozenset(
+            v.pod
+            for record in (*self.relocations.values(), *self.consolidations.values())
+            if record is not None
+            for v in record.victims
+        )
+
+    def moves_in_flight(self) -> int:
+        """Moves that relocations under way hold (the bound ``max_moves_in_flight`` counts them)."""
+        return sum(len(r.victims) for r in self.relocations.values() if r is not None)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"expected a name, got {value!r}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"expected a count, got {value!r}")
+    return value
+
+
+def _victim(raw: Any) -> Victim:
+    workload = raw.get("workload")
+    return Victim(_text(raw["pod"]), None if workload is None else _text(workload), _text(raw["node"]))
+
+
+def _surge(raw: Any) -> Surge:
+    return Surge(by=_count(raw["by"]), base=_count(raw["base"]), need_ready=_count(raw["need_ready"]))

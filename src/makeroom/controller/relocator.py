@@ -1,20 +1,25 @@
 """Relocation: make room on a node for a pending pod by moving lower-priority pods elsewhere.
 
-The record on the pending pod (``makeroom.io/relocation``) is written before anything else and
-removed last; every other step is decided from what the cluster shows, so a fresh controller resumes
-or rolls back what a dead one started.
+The record (a ``Relocation`` in makeroom's own store) is written before anything else and removed
+last; every other step is decided from what the cluster shows, re-checked against it (the
+validator), so a fresh controller resumes or rolls back what a dead one started.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import defaultdict
 
-from makeroom.controller.records import RELOCATION, Phase, Relocation, Victim
-from makeroom.controller.steps import Steps
+from makeroom.controller.config import Strategy
+from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.records import Phase, RecordKind, Records, Relocation, Victim
+from makeroom.controller.steps import RetryKey, Steps
+from makeroom.controller.validate import Action, Live, RefusedError
 from makeroom.model import SCALE_UP_DELAY, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
+from makeroom.model.view import ClusterView
 from makeroom.planner import Move, Placement, PlacementReason, Policy, plan
 
 log = logging.getLogger("makeroom.controller")
@@ -25,38 +30,55 @@ class Relocations:
         self.s = steps
 
     @staticmethod
-    def scan(state: ClusterState) -> tuple[list[tuple[Pod, Relocation | None]], list[Pod]]:
-        """One pass over the pods: the relocations recorded on pending pods, and the pods marked to
-        leave (most pods carry no annotation at all, which keeps this cheap at 150,000 pods)."""
-        records: list[tuple[Pod, Relocation | None]] = []
+    def scan(
+        state: ClusterState, records: Records
+    ) -> tuple[list[tuple[str, Pod | None, Relocation | None]], list[Pod]]:
+        """The relocations in the store with their pending pods (in the pods' order; a record whose pod
+        is gone last), and the pods marked to leave, in one pass over the pods (most pods carry no
+        annotation at all, which keeps this cheap at 150,000 pods)."""
+        found: list[tuple[str, Pod | None, Relocation | None]] = []
         marked: list[Pod] = []
+        recorded = records.relocations
         for pod in state.pods.values():
-            annotations = pod.annotations
-            if not annotations:
-                continue
-            text = annotations.get(RELOCATION)
-            if text is not None:
-                records.append((pod, Relocation.from_json(text)))
-            if VICTIM_OF in annotations:
+            if pod.key in recorded:
+                found.append((pod.key, pod, recorded[pod.key]))
+            if pod.annotations and VICTIM_OF in pod.annotations:
                 marked.append(pod)
-        return records, marked
+        found.extend((key, None, record) for key, record in recorded.items() if key not in state.pods)
+        return found, marked
 
     # --- starting ------------------------------------------------------------------------------
-    def start(self, state: ClusterState, waiting: list[Pod], now: float) -> list[str]:
-        """Plan for the pods the scheduler gave up on; start a relocation for each placement."""
+    def policy(self, live: Live, waiting: list[Pod], records: Records) -> Policy:
+        """The planner's policy for this round: the one function that builds it, for the real run and
+        for the dry run's log of what it would do. Relocations under way keep their pods: their
+        pending pods are not planned for again, their victims and the pods of surging workloads are
+        not moved by another plan, and their moves count against ``max_moves_in_flight``. Pods outside
+        the admin's scope are never moved."""
         config = self.s.config
-        skip = frozenset(p.key for p in state.pending() if p not in waiting or self.s.waiting(p.key, now))
-        the_plan = plan(
-            state,
-            Policy(
-                now=now,
-                cooldown=config.cooldown,
-                max_moves_in_flight=config.max_moves_in_flight,
-                skip=skip,
-                recently_moved=self.s.cooling(state, now),
-                expander=config.autoscaler_expander,
-            ),
+        state, now = live.state, live.now
+        skip = frozenset(
+            p.key for p in state.pending() if p not in waiting or self.s.waiting(RetryKey.pod(p.key), now)
         )
+        return Policy(
+            now=now,
+            cooldown=config.cooldown,
+            max_moves_in_flight=config.max_moves_in_flight - records.moves_in_flight(),
+            skip=skip,
+            recently_moved=self.s.cooling(state, now),
+            make_before_break=config.strategy is Strategy.MIGRATE,
+            pinned=self.s.pinned(state, records, live.namespaces),
+            expander=config.autoscaler_expander,
+        )
+
+    def start(self, live: Live, waiting: list[Pod], records: Records) -> list[str]:
+        """Plan for the pods the scheduler gave up on; start a relocation for each placement."""
+        state, now = live.state, live.now
+        policy = self.policy(live, waiting, records)
+        if policy.max_moves_in_flight is not None and policy.max_moves_in_flight <= 0:
+            return []
+        started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
+        the_plan = plan(state, policy)
+        self.s.report.relocation_plan_seconds = time.perf_counter() - started_at
         moves: dict[str, list[Move]] = defaultdict(list)
         for move in the_plan.moves:
             moves[move.for_pod.key].append(move)
@@ -71,31 +93,27 @@ class Relocations:
         pod = placement.pod
         assert placement.node is not None
         config = self.s.config
-        surge: dict[str, int] = defaultdict(int)
-        if config.strategy == "migrate":
-            for move in moves:
-                w = state.workloads.get(move.workload) if move.workload is not None else None
-                if move.workload is not None and w is not None and w.replicas_owner is None:
-                    surge[move.workload] += 1
+        victims = [Victim(m.pod.key, m.workload, m.from_node) for m in moves]
+        scalable = self.s.scalable(state, victims) if config.strategy is Strategy.MIGRATE else set()
+        why = (
+            f"making room on {placement.node} by moving {len(moves)} pod(s) with {config.strategy}: "
+            + ", ".join(m.pod.name for m in moves)
+        )
         record = Relocation(
+            pod=pod.key,
             strategy=config.strategy,
             node=placement.node,
             started=now,
             deadline=now + config.timeout,
-            victims=[Victim(m.pod.key, m.workload, m.from_node) for m in moves],
+            victims=victims,
             since=now,
-            surge=dict(surge),
+            surge=self.s.plan_surges(state, victims, scalable),
+            why=why,
         )
         # The record goes first: it is what a fresh controller finds to resume or roll back.
-        self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: record.to_json()})
+        self.s.save(record)
         self.s.report.started.append(pod.name)
-        self.s.event(
-            "Pod",
-            pod.key,
-            "Relocating",
-            f"making room on {placement.node} by moving {len(moves)} pod(s) with {record.strategy}: "
-            + ", ".join(m.pod.name for m in moves),
-        )
+        self.s.event(ObjectKind.POD, pod.key, Reason.RELOCATING, why)
         log.info(
             "relocation started",
             extra={
@@ -105,28 +123,39 @@ class Relocations:
                 "strategy": record.strategy,
             },
         )
-        self.advance(state, pod, record, now)
+        self.advance(state, pod.key, pod, record, now)
 
     # --- advancing -----------------------------------------------------------------------------
-    def advance(self, state: ClusterState, pod: Pod, record: Relocation | None, now: float) -> None:
+    def advance(
+        self, state: ClusterState, key: str, pod: Pod | None, record: Relocation | None, now: float
+    ) -> None:
         if record is None:
-            self._roll_back(state, pod, None, "its relocation record is unreadable", now)
+            self.roll_back(state, key, pod, None, "its relocation record is unreadable", now)
+            return
+        if pod is None:
+            self.roll_back(state, key, None, record, f"{key} is gone", now)
             return
         if pod.node is not None:
             self._release(state, pod, record, now)
             return
-        problem = self._changed(state, pod, record, now)
-        if problem is not None:
-            self._roll_back(state, pod, record, problem, now)
-            return
+        try:
+            self.s.validator.record(record)  # first: is the record borne out by the cluster at all?
+            problem = self._changed(state, pod, record, now)
+            if problem is not None:
+                self.roll_back(state, key, pod, record, problem, now)
+                return
+            self._carry_on(state, pod, record, now)
+        except RefusedError as refused:
+            self.roll_back(state, key, pod, record, f"refused: {refused}", now)
+
+    def _carry_on(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
         self._hold(pod, record)
-        if record.strategy == "migrate" and record.phase == Phase.HOLDING:
+        if record.strategy is Strategy.MIGRATE and record.phase is Phase.HOLDING:
             if not self.s.surge(state, record, pod.key, pod.name):
                 return
             record.phase, record.since = Phase.DRAINING, now
-            text = record.to_json()
-            self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: text})
-        if record.strategy == "migrate":
+            self.s.save(record)
+        if record.strategy is Strategy.MIGRATE:
             self.s.shrink(state, record)
             if now - record.since < 2 * self.s.config.interval:
                 return  # the ReplicaSets remove the victims; evict only those they left behind
@@ -142,15 +171,13 @@ class Relocations:
         if not node.ready or node.unschedulable:
             return f"node {record.node} is no longer schedulable"
         # The room the pod needs, once the victims are gone, must still be there.
-        slot = state.slot_of[record.node]
-        room = state.alloc[slot] - state.used[slot]
         victims = {v.pod for v in record.victims}
-        for other in state.pods_on[record.node].values():
-            if other.key in victims or (other.terminating and other.priority < pod.priority):
-                room = room + state.requests_of(other.spec)
-        for other in state.nominated.get(record.node, {}).values():
-            if other is not pod and other.priority >= pod.priority:
-                room = room - state.requests_of(other.spec)
+        leaving = [
+            other
+            for other in state.pods_on[record.node].values()
+            if other.key in victims or (other.terminating and other.priority < pod.priority)
+        ]
+        room = ClusterView(state).room_on(state.slot_of[record.node], pod, leaving)
         if (room < state.requests_of(pod.spec)).any():
             return f"the room on {record.node} was taken by other pods"
         return None
@@ -160,10 +187,11 @@ class Relocations:
         lower-priority pods; the autoscaler skips pods nominated to an existing node), and hold the
         autoscaler off with pod-scale-up-delay should the nomination be cleared."""
         if pod.nominated_node != record.node:
-            self.s.act(self.s.cluster.nominate, pod.key, record.node)
+            self.s.gated(Action.HOLD, record, pod.key, self.s.cluster.nominate, pod.key, record.node)
         if SCALE_UP_DELAY not in pod.annotations:
             delay = math.ceil(record.deadline - pod.created_at)
-            self.s.act(self.s.cluster.annotate_pod, pod.key, {SCALE_UP_DELAY: f"{delay}s"})
+            changes = {SCALE_UP_DELAY: f"{delay}s"}
+            self.s.gated(Action.HOLD, record, pod.key, self.s.cluster.annotate_pod, pod.key, changes)
 
     # --- ending --------------------------------------------------------------------------------
     def _release(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
@@ -172,20 +200,37 @@ class Relocations:
         self.s.undo_moves(state, record)
         if pod.nominated_node is not None:
             self.s.act(self.s.cluster.nominate, pod.key, None)
-        self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})
+        if SCALE_UP_DELAY in pod.annotations:
+            self.s.act(self.s.cluster.annotate_pod, pod.key, {SCALE_UP_DELAY: None})
+        self.s.act(self.s.cluster.delete_record, RecordKind.RELOCATION, pod.key)
         self.s.report.done.append(pod.name)
-        self.s.event("Pod", pod.key, "RoomMade", f"bound to {pod.node} after {now - record.started:.0f}s")
+        self.s.event(
+            ObjectKind.POD,
+            pod.key,
+            Reason.ROOM_MADE,
+            f"bound to {pod.node} after {now - record.started:.0f}s",
+        )
         log.info("relocation done", extra={"pod": pod.key, "node": pod.node, "seconds": now - record.started})
 
-    def _roll_back(
-        self, state: ClusterState, pod: Pod, record: Relocation | None, why: str, now: float
+    def roll_back(
+        self,
+        state: ClusterState,
+        key: str,
+        pod: Pod | None,
+        record: Relocation | None,
+        why: str,
+        now: float,
     ) -> None:
         if record is not None:
             self.s.undo_moves(state, record)
-        if pod.nominated_node is not None and pod.node is None:
-            self.s.act(self.s.cluster.nominate, pod.key, None)
-        self.s.act(self.s.cluster.annotate_pod, pod.key, {RELOCATION: None, SCALE_UP_DELAY: None})
-        self.s.back_off(pod.key, now)
-        self.s.report.rolled_back.append(pod.name)
-        self.s.event("Pod", pod.key, "RelocationRolledBack", f"rolled back: {why}")
-        log.warning("relocation rolled back", extra={"pod": pod.key, "reason": why})
+        if pod is not None:
+            if pod.nominated_node is not None and pod.node is None:
+                self.s.act(self.s.cluster.nominate, pod.key, None)
+            if SCALE_UP_DELAY in pod.annotations:
+                self.s.act(self.s.cluster.annotate_pod, pod.key, {SCALE_UP_DELAY: None})
+        self.s.act(self.s.cluster.delete_record, RecordKind.RELOCATION, key)
+        self.s.back_off(RetryKey.pod(key), now)
+        self.s.report.rolled_back.append(key.rpartition("/")[2])
+        if pod is not None:
+            self.s.event(ObjectKind.POD, key, Reason.ROLLED_BACK, f"rolled back: {why}")
+        log.warning("relocation rolled back", extra={"pod": key, "reason": why})

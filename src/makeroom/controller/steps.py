@@ -11,17 +11,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-from makeroom.controller.config import ControllerConfig
+from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import (
     PRIOR_DELETION_COST,
-    SURGE,
     VICTIM_DELETION_COST,
+    Moves,
+    Record,
+    Records,
     Relocation,
     Surge,
     Victim,
 )
+from makeroom.controller.scope import NamespaceLabels, Scope
+from makeroom.controller.validate import Action, Command, Refusal, RefusedError, Validator
 from makeroom.model import DELETION_COST, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 
@@ -32,6 +38,46 @@ NODE_ANCHOR = "node/"
 
 def node_anchor(node: str) -> str:
     return NODE_ANCHOR + node
+
+
+class Step(StrEnum):
+    """The loop's own steps, each retried on its own after a failed call."""
+
+    PLAN = "plan"  # plan for the waiting pods and start relocations
+    CONSOLIDATE = "consolidate"  # look for a node to empty and start its consolidation
+    ORPHANS = "orphans"  # undo the surges and marks that no record explains
+    ORPHAN_TAINTS = "orphan-taints"  # remove consolidation taints that no record explains
+
+
+class RetryKind(StrEnum):
+    """What a retry (a backoff) is kept for."""
+
+    STEP = "step"  # one of the loop's steps (Step)
+    POD = "pod"  # a pod: its relocation under way, its roll-back, or its refused eviction
+    CONSOLIDATION = "consolidation"  # the consolidation under way of a node
+    SKIPPED_NODE = "skipped-node"  # a node whose consolidation was given up: left alone a cooldown
+
+
+@dataclass(frozen=True, slots=True)
+class RetryKey:
+    kind: RetryKind
+    name: str
+
+    @classmethod
+    def step(cls, step: Step) -> RetryKey:
+        return cls(RetryKind.STEP, step.value)
+
+    @classmethod
+    def pod(cls, key: str) -> RetryKey:
+        return cls(RetryKind.POD, key)
+
+    @classmethod
+    def consolidation(cls, node: str) -> RetryKey:
+        return cls(RetryKind.CONSOLIDATION, node)
+
+    @classmethod
+    def skipped_node(cls, node: str) -> RetryKey:
+        return cls(RetryKind.SKIPPED_NODE, node)
 
 
 @dataclass(slots=True)
@@ -45,20 +91,39 @@ class TickReport:
     """What one reconciliation did, for logs, metrics and tests."""
 
     started: list[str] = field(default_factory=list)
+    """Pending pods for which a relocation started."""
     done: list[str] = field(default_factory=list)
+    """Pending pods bound after their relocation."""
     rolled_back: list[str] = field(default_factory=list)
+    """Pending pods whose relocation was rolled back."""
     consolidating: list[str] = field(default_factory=list)
+    """Nodes whose consolidation started."""
+    consolidated: list[str] = field(default_factory=list)
+    """Nodes emptied for the autoscaler to remove."""
+    consolidation_stopped: list[str] = field(default_factory=list)
+    """Nodes whose consolidation was given up."""
+    relocation_plan_seconds: float | None = None
+    """Wall-clock seconds the planner took for the waiting pods, if it ran."""
+    consolidation_plan_seconds: float | None = None
+    """Wall-clock seconds the search for a node to consolidate took, if it ran."""
+    moves: int = 0
+    """Pods marked to leave their node (victims): each move counted once, when it is decided."""
+    evictions: int = 0
+    """Victims evicted through the Eviction API."""
     actions: int = 0
     errors: int = 0
-    moves: int = 0
 
 
 class Steps:
-    def __init__(self, cluster: Cluster, clock: Clock, config: ControllerConfig) -> None:
+    def __init__(
+        self, cluster: Cluster, clock: Clock, config: ControllerConfig, scope: Scope | None = None
+    ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.config = config
-        self.retry: dict[str, Retry] = {}
+        self.scope = scope or Scope()
+        self.validator = Validator(config, self.scope, cluster)
+        self.retry: dict[RetryKey, Retry] = {}
         self.moved_workloads: dict[str, float] = {}  # workload -> when makeroom last moved its pods
         self.report = TickReport()
 
@@ -68,24 +133,36 @@ class Steps:
         verb(*args)
         self.report.actions += 1
 
-    def event(self, kind: str, key: str, reason: str, message: str) -> None:
+    def gated(
+        self, action: Action, record: Record, target: str, verb: Callable[..., None], *args: object
+    ) -> None:
+        """An action of a record, re-checked against the live cluster just before it is sent: a
+        refusal raises RefusedError, and the caller rolls the whole record back."""
+        self.validator.check(Command(action, record, target))
+        self.act(verb, *args)
+
+    def save(self, record: Record) -> None:
+        """The record, in makeroom's own store: written before the actions it describes."""
+        self.act(self.cluster.save_record, record)
+
+    def event(self, kind: ObjectKind, key: str, reason: Reason, message: str) -> None:
         try:
             self.cluster.emit_event(kind, key, reason, message)
         except ClusterError as exc:  # an event is worth a log line, never a failed step
             log.warning("event not recorded", extra={"object": key, "error": str(exc)})
 
-    def back_off(self, key: str, now: float) -> float:
+    def back_off(self, key: RetryKey, now: float) -> float:
         retry = self.retry.get(key)
         attempts = retry.attempts + 1 if retry else 1
         wait = min(self.config.max_backoff, self.config.backoff * 2.0 ** (attempts - 1))
         self.retry[key] = Retry(now + wait, attempts)
         return float(wait)
 
-    def waiting(self, key: str, now: float) -> bool:
+    def waiting(self, key: RetryKey, now: float) -> bool:
         retry = self.retry.get(key)
         return retry is not None and retry.at > now
 
-    def guarded(self, what: str, step: Callable[..., object], *args: object) -> None:
+    def guarded(self, what: RetryKey, step: Callable[..., object], *args: object) -> None:
         """Run a step; a failed cluster call is logged and the step retried after a backoff."""
         if self.waiting(what, self.clock.now()):
             return
@@ -94,13 +171,15 @@ class Steps:
         except ClusterError as exc:
             self.report.errors += 1
             wait = self.back_off(what, self.clock.now())
-            log.warning("step failed; retrying", extra={"object": what, "error": str(exc), "wait_s": wait})
+            log.warning(
+                "step failed; retrying", extra={"object": what.name, "error": str(exc), "wait_s": wait}
+            )
         else:
             self.retry.pop(what, None)
 
     # --- the pods that leave -------------------------------------------------------------------
     def mark_victim(
-        self, state: ClusterState, victim: Victim, anchor: str, label: str, lowest_cost: bool
+        self, state: ClusterState, record: Record, victim: Victim, anchor: str, label: str, lowest_cost: bool
     ) -> None:
         p = state.pods.get(victim.pod)
         if p is None or p.terminating or p.annotations.get(VICTIM_OF) == anchor:
@@ -110,75 +189,119 @@ class Steps:
             changes[DELETION_COST] = VICTIM_DELETION_COST
             if DELETION_COST in p.annotations:
                 changes[PRIOR_DELETION_COST] = p.annotations[DELETION_COST]
-        self.act(self.cluster.annotate_pod, victim.pod, changes)
-        self.event("Pod", victim.pod, "Moving", f"moving off {victim.node} to make room for {label}")
+        try:
+            self.gated(Action.MARK, record, victim.pod, self.cluster.annotate_pod, victim.pod, changes)
+        except NotFoundError:
+            return  # gone since the snapshot was taken (a cache a little behind): nothing to mark
+        self.report.moves += 1
+        self.event(
+            ObjectKind.POD, victim.pod, Reason.MOVING, f"moving off {victim.node} to make room for {label}"
+        )
 
-    def surge(self, state: ClusterState, record: Relocation, anchor: str, label: str) -> bool:
+    def scalable(self, state: ClusterState, victims: list[Victim]) -> set[str]:
+        """The victims' workloads that a surge may scale: no other controller sets their replicas, and
+        each is the Deployment that controls its victims by owner references (never by name)."""
+        out = set()
+        for workload in {v.workload for v in victims if v.workload is not None}:
+            w = state.workloads.get(workload)
+            if w is None or w.replicas_owner is not None:
+                continue
+            if all(self.cluster.deployment_of(v.pod) == workload for v in victims if v.workload == workload):
+                out.add(workload)
+        return out
+
+    def pinned(self, state: ClusterState, records: Records, namespaces: NamespaceLabels) -> frozenset[str]:
+        """Pods no new plan may move: outside the admin's scope, moving for a record under way, or of a
+        workload that a record surges now."""
+        surging = records.surging()
+        held = {p.key for p in state.pods.values() if p.workload in surging} if surging else set()
+        return self.scope.move.outside(state.pods, namespaces) | records.moving() | held
+
+    @staticmethod
+    def others_ready(state: ClusterState, workload: str, victims: set[str]) -> int:
+        """Ready pods of the workload other than the victims: what a surge waits for."""
+        return sum(
+            1
+            for p in state.pods.values()
+            if p.workload == workload and p.ready and not p.terminating and p.key not in victims
+        )
+
+    def plan_surges(self, state: ClusterState, victims: list[Victim], scalable: set[str]) -> dict[str, Surge]:
+        """The surge of each workload of ``scalable`` with victims: by its victims, from the replicas
+        it has now, done once that many more Ready pods than it has now (the victims aside) are up."""
+        by: dict[str, int] = {}
+        for v in victims:
+            if v.workload is not None and v.workload in scalable:
+                by[v.workload] = by.get(v.workload, 0) + 1
+        keys = {v.pod for v in victims}
+        return {
+            w: Surge(by=n, base=state.workloads[w].replicas, need_ready=self.others_ready(state, w, keys) + n)
+            for w, n in by.items()
+        }
+
+    def surge(self, state: ClusterState, record: Record, anchor: str, label: str) -> bool:
         """Scale each victim's workload up by its victims, the victims given the lowest deletion
         cost; True once every replacement is Ready (make-before-break)."""
         victims = {v.pod for v in record.victims}
         ready = True
-        for workload, extra in record.surge.items():
+        for workload, surge in record.surge.items():
             w = state.workloads.get(workload)
             if w is None:
                 continue
-            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
-            others_ready = sum(
-                1
-                for p in state.pods.values()
-                if p.workload == workload and p.ready and not p.terminating and p.key not in victims
-            )
-            if surge is None:
-                surge = Surge(base=w.replicas, by=extra, for_pod=anchor, need_ready=others_ready + extra)
-                record_text = surge.to_json()
-                self.act(self.cluster.annotate_workload, workload, {SURGE: record_text})
             for v in record.victims:
                 if v.workload == workload:
-                    self.mark_victim(state, v, anchor, label, lowest_cost=True)
-            if w.replicas != surge.base + surge.by:
-                self.act(self.cluster.scale, workload, surge.base + surge.by)
-            ready = ready and others_ready >= surge.need_ready
+                    self.mark_victim(state, record, v, anchor, label, lowest_cost=True)
+            if w.replicas == surge.base:
+                self.gated(
+                    Action.SURGE, record, workload, self.cluster.scale, workload, surge.base + surge.by
+                )
+            elif w.replicas != surge.base + surge.by:
+                raise RefusedError(
+                    Refusal.REPLICAS_CHANGED,
+                    f"{workload} has {w.replicas} replicas; makeroom surged it from {surge.base}",
+                )
+            ready = ready and self.others_ready(state, workload, victims) >= surge.need_ready
         return ready
 
-    def shrink(self, state: ClusterState, record: Relocation) -> None:
+    def shrink(self, state: ClusterState, record: Moves) -> None:
         """Back to the replicas wanted; the ReplicaSet removes the victims first, for their deletion
         cost is the lowest."""
-        for workload in record.surge:
-            self.undo_surge(state, workload)
+        for workload, surge in record.surge.items():
+            self.undo_surge(state, record, workload, surge)
 
-    def evict_victims(
-        self, state: ClusterState, record: Relocation, anchor: str, label: str, now: float
-    ) -> None:
+    def evict_victims(self, state: ClusterState, record: Record, anchor: str, label: str, now: float) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)
-            if p is None or p.terminating or p.node != victim.node or self.waiting(victim.pod, now):
+            retry = RetryKey.pod(victim.pod)
+            if p is None or p.terminating or p.node != victim.node or self.waiting(retry, now):
                 continue
-            if record.strategy == "evict":
-                self.mark_victim(state, victim, anchor, label, lowest_cost=False)
+            if isinstance(record, Relocation) and record.strategy is Strategy.EVICT:
+                # migrate and consolidation marked their victims when they surged
+                self.mark_victim(state, record, victim, anchor, label, lowest_cost=False)
             try:
-                self.act(self.cluster.evict, victim.pod)
+                self.gated(Action.EVICT, record, victim.pod, self.cluster.evict, victim.pod)
             except EvictionBlockedError:
-                wait = self.back_off(victim.pod, now)
+                wait = self.back_off(retry, now)
                 log.info(
                     "eviction refused by its budget; retrying", extra={"pod": victim.pod, "wait_s": wait}
                 )
                 continue
             except NotFoundError:
                 continue
-            self.retry.pop(victim.pod, None)
-            self.report.moves += 1
-            self.event("Pod", victim.pod, "Evicted", f"evicted to make room for {label}")
+            self.retry.pop(retry, None)
+            self.report.evictions += 1
+            self.event(ObjectKind.POD, victim.pod, Reason.EVICTED, f"evicted to make room for {label}")
             if victim.workload is not None:
                 self.moved_workloads[victim.workload] = now
 
     # --- undoing -------------------------------------------------------------------------------
-    def undo_moves(self, state: ClusterState, record: Relocation) -> None:
+    def undo_moves(self, state: ClusterState, record: Moves) -> None:
         """Unmark the victims still there and shrink every surged workload back: the common end of
         a release, a roll-back and a consolidation given up."""
         self.clean_victims(state, record)
         self.shrink(state, record)
 
-    def clean_victims(self, state: ClusterState, record: Relocation) -> None:
+    def clean_victims(self, state: ClusterState, record: Moves) -> None:
         for victim in record.victims:
             p = state.pods.get(victim.pod)
             if p is not None and not p.terminating:
@@ -194,22 +317,19 @@ class Steps:
         if changes:
             self.act(self.cluster.annotate_pod, p.key, changes)
 
-    def undo_surge(self, state: ClusterState, workload: str) -> None:
-        """Back to the replicas before the surge (only if nobody changed them since), record removed."""
+    def undo_surge(self, state: ClusterState, record: Moves, workload: str, surge: Surge) -> None:
+        """Back to the replicas before the surge, only if nobody changed them since (and only by what
+        the record's own victims account for: a record that says more is not makeroom's)."""
         w = state.workloads.get(workload)
-        if w is None or SURGE not in w.annotations:
+        if w is None or w.replicas != surge.base + surge.by or surge.by == 0:
             return
-        surge = Surge.from_json(w.annotations[SURGE])
-        if surge is not None and w.replicas == surge.base + surge.by:
-            self.act(self.cluster.scale, workload, surge.base)
-        self.act(self.cluster.annotate_workload, workload, {SURGE: None})
+        if surge.by != sum(1 for v in record.victims if v.workload == workload):
+            log.warning("surge not undone: it does not match its victims", extra={"workload": workload})
+            return
+        self.act(self.cluster.scale, workload, surge.base)
 
     def collect_orphans(self, state: ClusterState, live: set[str], marked: list[Pod]) -> None:
-        """What a controller that died between two actions left without a record: undo it."""
-        for name, w in state.workloads.items():
-            surge = Surge.from_json(w.annotations[SURGE]) if SURGE in w.annotations else None
-            if SURGE in w.annotations and (surge is None or surge.for_pod not in live):
-                self.undo_surge(state, name)
+        """Victim marks that no record explains (a controller died between two actions): removed."""
         for p in marked:
             if p.annotations.get(VICTIM_OF) not in live and not p.terminating:
                 self.unmark(p)

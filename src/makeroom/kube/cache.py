@@ -36,6 +36,12 @@ class Resource:
     kind: str
     path: str
     field_selector: str = ""
+    optional: bool = False
+    """A kind the cluster may not serve (Karpenter's, without Karpenter) or makeroom may not be allowed to
+    read: a 404 or 403 on its list is an empty list, asked again every ``resync``."""
+
+
+OPTIONAL_STATUSES = frozenset({403, 404})
 
 
 def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]:
@@ -51,7 +57,15 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
             f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
             f"metadata.name={STATUS_CONFIGMAP}",
         ),
+        Resource("Namespace", "/api/v1/namespaces"),
+        Resource("NodePool", "/apis/karpenter.sh/v1/nodepools", optional=True),
+        Resource("NodeClaim", "/apis/karpenter.sh/v1/nodeclaims", optional=True),
     )
+
+
+NOT_IN_STATE = frozenset({"Namespace"})
+"""Kinds the controller reads beside the ClusterState (the scope's namespace labels): a change to
+them never needs the state built again."""
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -78,6 +92,7 @@ class Informer:
     resource_version: str = ""
     relists: int = 0
     last_error: str = ""
+    absent: bool = False  # an optional kind the cluster does not serve (or makeroom may not read)
 
     @property
     def query(self) -> dict[str, str | int | bool]:
@@ -90,12 +105,21 @@ class Informer:
     def relist(self) -> None:
         fresh: dict[str, JSON] = {}
         version = ""
-        for items, rv in self.api.list_pages(self.resource.path, self.query):
-            version = rv
-            for obj in items:
-                s = self.slim(obj)
-                if s is not None:
-                    fresh[key_of(s)] = s
+        try:
+            for items, rv in self.api.list_pages(self.resource.path, self.query):
+                version = rv
+                for obj in items:
+                    s = self.slim(obj)
+                    if s is not None:
+                        fresh[key_of(s)] = s
+        except KubeError as exc:
+            if not (self.resource.optional and exc.status in OPTIONAL_STATUSES):
+                raise
+            if not self.absent:
+                log.info("not served; none assumed", extra={"kind": self.resource.kind, "error": str(exc)})
+            self.absent = True
+        else:
+            self.absent = False
         with self.lock:
             old, self.store = self.store, fresh
         for k in old.keys() | fresh.keys():
@@ -129,9 +153,13 @@ class Informer:
         listed_at = 0.0
         while not self.stopped.is_set():
             try:
-                if not self.resource_version or time.monotonic() - listed_at > self.resync:
+                if self.absent or not self.resource_version or time.monotonic() - listed_at > self.resync:
+                    if self.absent and listed_at and self.stopped.wait(self.resync):
+                        return
                     self.relist()
                     listed_at = time.monotonic()
+                    if self.absent:
+                        continue
                 query = {**self.query, "resourceVersion": self.resource_version}
                 timeout = max(
                     1, min(self.watch_timeout, int(self.resync - (time.monotonic() - listed_at)) + 1)
@@ -242,6 +270,8 @@ class Cache:
             "PodDisruptionBudget",
             "Deployment",
             "HorizontalPodAutoscaler",
+            "NodePool",
+            "NodeClaim",
         ),
     ) -> list[JSON]:
         out: list[JSON] = []
@@ -264,6 +294,8 @@ class Cache:
                 return self._built[1]
             with self._version_lock:
                 dirty, self._dirty = self._dirty, defaultdict(set)
+            for kind in NOT_IN_STATE:
+                dirty.pop(kind, None)
             start = time.perf_counter()
             if (
                 self._built is not None

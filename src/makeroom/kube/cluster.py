@@ -7,8 +7,12 @@ Verbs and the API operations they are (RBAC in docs/kube.md):
 - taint_node / untaint_node: GET node, merge PATCH of spec.taints with the resourceVersion.
 - nominate: merge PATCH of status.nominatedNodeName on pods/status; when the cluster does not keep it
   (see ``Nomination``), a reservation taint on the node that only the pod tolerates instead.
-- scale: merge PATCH of deployments/scale. annotate_workload: merge PATCH of the Deployment.
+- scale: merge PATCH of deployments/scale.
 - emit_event: POST core/v1 Events on the object, from component ``makeroom``.
+- records / save_record / delete_record: LIST, server-side apply and DELETE of makeroom's own
+  ``Relocation`` and ``Consolidation`` resources in its namespace (``kube.records``).
+- deployment_of: GET the pod's ReplicaSet, checked against its owner reference's uid and its own
+  controller reference to the Deployment (by uid, against the watch cache).
 Every mutating verb first asks ``may_act`` (the leader election): a replica that is not the leader
 changes nothing. API failures are retried with backoff in ``Api`` and then raised as ClusterError,
 which the controller logs and retries on a later tick.
@@ -16,6 +20,7 @@ which the controller logs and retries on a later tick.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -25,15 +30,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.scope import NamespaceLabels
+from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError, path_of
-from makeroom.model import DO_NOT_MOVE, VICTIM_OF, Taint, Toleration
+from makeroom.kube.options import NominationMode
+from makeroom.model import Taint, Toleration
+from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 
 log = logging.getLogger("makeroom.kube")
 
-RESERVED_FOR = "makeroom.io/reserved-for"
-"""Fallback hold: a NoSchedule taint on the node, value = the pending pod's uid, which only it tolerates."""
+APPLY_PATCH = "application/apply-patch+yaml"  # server-side apply: create or replace in one idempotent call
 
 
 class NotLeaderError(ClusterError):
@@ -43,6 +53,14 @@ class NotLeaderError(ClusterError):
 def split_key(key: str) -> tuple[str, str]:
     ns, _, name = key.rpartition("/")
     return ns or "default", name
+
+
+def _controller(refs: Any) -> dict[str, Any] | None:
+    """The owner reference marked as the controller."""
+    for ref in refs or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
 
 
 def now_rfc3339() -> str:
@@ -78,7 +96,7 @@ class Nomination:
     that the controller writes keeps the autoscaler off in both cases).
     """
 
-    mode: str = "auto"
+    mode: NominationMode = NominationMode.AUTO
     clear_limit: int = 2
     settle: float = 3.0
     """Seconds after writing a nomination before the cache's view of it counts (the watch lags)."""
@@ -87,7 +105,7 @@ class Nomination:
     fallback: set[str] = field(default_factory=set)  # pod keys held by a reservation taint
 
     def uses_taint(self, pod: str) -> bool:
-        return self.mode == "taint" or pod in self.fallback
+        return self.mode is NominationMode.TAINT or pod in self.fallback
 
 
 class KubeCluster:
@@ -97,7 +115,7 @@ class KubeCluster:
         cache: Cache,
         *,
         identity: str = "makeroom",
-        namespaces: tuple[str, ...] = (),
+        records_namespace: str = "default",
         nomination: Nomination | None = None,
         may_act: Callable[[], bool] = lambda: True,
         on_action: Callable[[str, str, Mapping[str, Any]], None] | None = None,
@@ -105,11 +123,14 @@ class KubeCluster:
         self.api = api
         self.cache = cache
         self.identity = identity
-        self.namespaces = frozenset(namespaces)
+        self.records_namespace = records_namespace
+        self.in_flight: dict[RecordKind, set[str]] = {kind: set() for kind in RecordKind}
+        """Subjects of the records last read or written, for the metrics."""
         self.nomination = nomination or Nomination()
         self.may_act = may_act
         self.on_action = on_action
         self._derived: tuple[int, ClusterState] | None = None
+        self._replica_sets: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
     # Clock: the wall clock, as creationTimestamp and lastTransitionTime are.
     def now(self) -> float:
@@ -126,15 +147,10 @@ class KubeCluster:
         return state
 
     def _adjust(self, state: ClusterState) -> None:
-        """What the controller must see beyond the objects: pods outside ``--namespace`` neither get
-        room made nor are moved (they still count for room); a pod held by a reservation taint is
+        """What the controller must see beyond the objects: a pod held by a reservation taint is
         nominated to that node; a nomination the cluster cleared is counted."""
         held = self._reservations(state)
         for pod in state.pods.values():
-            if self.namespaces and pod.namespace not in self.namespaces:
-                pod.unschedulable_since = None
-                if DO_NOT_MOVE not in pod.annotations:
-                    pod.annotations = {**pod.annotations, DO_NOT_MOVE: "true"}
             node = held.get(pod.key)
             if node is not None and pod.node is None and pod.nominated_node != node:
                 state.nominate(pod, node)
@@ -148,6 +164,91 @@ class KubeCluster:
             ):
                 self.nomination.written.pop(pod.key)
                 self._note_cleared(pod.key, written[0])
+
+    def namespaces(self) -> NamespaceLabels:
+        return {
+            str(ns["metadata"]["name"]): ns["metadata"].get("labels") or {}
+            for ns in self.cache.informers["Namespace"].objects()
+        }
+
+    def deployment_of(self, pod: str) -> str | None:
+        """The pod's controller reference is a ReplicaSet (uid checked against the live ReplicaSet),
+        whose own controller reference is a Deployment (uid checked against the watched one)."""
+        found = self.cache.get("Pod", pod)
+        if found is None:
+            return None
+        ns = str(found["metadata"].get("namespace") or "default")
+        ref = _controller(found["metadata"].get("ownerReferences"))
+        if ref is None or ref.get("kind") != "ReplicaSet" or not ref.get("uid"):
+            return None
+        rs = self._replica_set(path_of(ns, str(ref["name"]), "replicasets", "apps/v1"))
+        if rs is None:
+            return None
+        meta = rs.get("metadata") or {}
+        owner = _controller(meta.get("ownerReferences"))
+        if meta.get("uid") != ref["uid"] or owner is None or owner.get("kind") != "Deployment":
+            return None
+        if not str(owner.get("apiVersion", "apps/v1")).startswith("apps/"):
+            return None
+        key = f"{ns}/{owner['name']}"
+        deployment = self.cache.get("Deployment", key)
+        if deployment is None or deployment["metadata"].get("uid") != owner.get("uid"):
+            return None
+        return str(owner["name"]) if ns == "default" else key
+
+    def _replica_set(self, path: str) -> dict[str, Any] | None:
+        """The live ReplicaSet, read once per second at most (a surge asks for each of its victims)."""
+        now = time.monotonic()
+        hit = self._replica_sets.get(path)
+        if hit is not None and now - hit[0] < 1.0:
+            return hit[1]
+        try:
+            found: dict[str, Any] | None = self.api.get(path)
+        except NotFoundError:
+            found = None
+        self._replica_sets[path] = (now, found)
+        return found
+
+    # --- makeroom's records ------------------------------------------------------------------------
+    def records(self) -> Records:
+        out = Records()
+        for kind in RecordKind:
+            found: dict[str, Any] = out.relocations if kind is RecordKind.RELOCATION else out.consolidations
+            try:
+                items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
+            except NotFoundError as exc:
+                raise ClusterError(
+                    f"no {crs.PLURALS[kind]}.{crs.GROUP} in {self.records_namespace}: install the chart's "
+                    f"CRDs, or give --records-namespace the namespace makeroom was installed in ({exc})"
+                ) from exc
+            for obj in items:
+                parsed = crs.from_object(kind, obj)
+                if parsed is None:
+                    log.warning(
+                        "a record names nothing makeroom could act on; left alone",
+                        extra={"kind": kind.value, "object": (obj.get("metadata") or {}).get("name")},
+                    )
+                    continue
+                found[parsed[0]] = parsed[1]
+            self.in_flight[kind] = set(found)
+        return out
+
+    def save_record(self, record: Record) -> None:
+        path = crs.path_of(self.records_namespace, record.kind, record.subject)
+        # The action is on the record's subject (its pod or node), as the metrics and logs name it.
+        self._guard("record", record.subject, {"kind": record.kind.value, "phase": record.phase.value})
+        body = crs.to_object(record, self.records_namespace)
+        self.api.request(
+            "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
+        )
+        self.in_flight[record.kind].add(record.subject)
+
+    def delete_record(self, kind: RecordKind, subject: str) -> None:
+        path = crs.path_of(self.records_namespace, kind, subject)
+        self._guard("forget", subject, {"kind": kind.value})
+        with contextlib.suppress(NotFoundError):  # gone already: what was asked
+            self.api.request("DELETE", path)
+        self.in_flight[kind].discard(subject)
 
     def _reservations(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> node, from the reservation taints (by the pods' uids)."""
@@ -171,7 +272,7 @@ class KubeCluster:
         self.nomination.cleared[pod] = n
         log.info("nomination cleared by the cluster", extra={"pod": pod, "node": node, "times": n})
         if (
-            self.nomination.mode == "auto"
+            self.nomination.mode is NominationMode.AUTO
             and n >= self.nomination.clear_limit
             and pod not in self.nomination.fallback
         ):
@@ -242,10 +343,6 @@ class KubeCluster:
         t = taint_dict(taint)
         self._set_taints(node, lambda taints: [*(x for x in taints if x.get("key") != t["key"]), t])
 
-    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
-        self._guard("annotate", node, {"changes": dict(changes)})
-        self.api.patch(f"/api/v1/nodes/{node}", {"metadata": {"annotations": dict(changes)}})
-
     def untaint_node(self, node: str, key: str) -> None:
         self._guard("untaint", node, {"key": key})
         self._set_taints(node, lambda taints: [x for x in taints if x.get("key") != key])
@@ -287,6 +384,14 @@ class KubeCluster:
             self.nomination.written[pod] = (node, time.monotonic())
             if kept != node:
                 self._note_cleared(pod, node)
+            if self.runs_karpenter():
+                # Karpenter leaves a nominated pod alone, but counts the room it holds as free for
+                # other pods (and then launches nothing for them): the taint keeps them off it too.
+                self._reserve(pod, node)
+
+    def runs_karpenter(self) -> bool:
+        """The cluster scales with Karpenter: the cache holds NodePools."""
+        return bool(self.cache.informers["NodePool"].objects())
 
     def _uid(self, pod: str) -> str:
         found = self.cache.get("Pod", pod)
@@ -315,12 +420,22 @@ class KubeCluster:
 
     def release_orphan_reservations(self) -> int:
         """Reservation taints whose pod is gone, bound, or no longer relocated: a dead leader's."""
-        from makeroom.controller.records import RELOCATION
-
+        tainted = any(
+            t.get("key") == RESERVED_FOR
+            for obj in self.cache.informers["Node"].objects()
+            for t in obj["spec"].get("taints") or ()
+        )
+        if not tainted:
+            return 0  # the common case: no read of the records needed
+        relocating = set(self.records().relocations)
         live = set()
         for obj in self.cache.informers["Pod"].objects():
-            if not obj["spec"].get("nodeName") and RELOCATION in (obj["metadata"].get("annotations") or {}):
-                live.add(str(obj["metadata"].get("uid")))
+            meta = obj["metadata"]
+            if (
+                not obj["spec"].get("nodeName")
+                and f"{meta.get('namespace')}/{meta.get('name')}" in relocating
+            ):
+                live.add(str(meta.get("uid")))
         released = 0
         for obj in self.cache.informers["Node"].objects():
             for t in obj["spec"].get("taints") or ():
@@ -336,26 +451,13 @@ class KubeCluster:
         ns, name = split_key(workload)
         self.api.patch(path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}})
 
-    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
-        self._guard("annotate", workload, {"changes": dict(changes)})
-        ns, name = split_key(workload)
-        self.api.patch(
-            path_of(ns, name, "deployments", "apps/v1"), {"metadata": {"annotations": dict(changes)}}
-        )
-
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        self._guard("event", f"{kind}/{name}", {"reason": reason})
-        ns, obj_name = split_key(name) if kind != "Node" else ("default", name)
-        involved: dict[str, Any] = {"kind": kind, "name": obj_name}
-        api_version = {"Pod": "v1", "Node": "v1", "Deployment": "apps/v1"}.get(kind, "v1")
-        involved["apiVersion"] = api_version
-        if kind != "Node":
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        self._guard("event", f"{kind.value}/{name}", {"reason": reason.value})
+        ns, obj_name = split_key(name) if kind.namespaced else ("default", name)
+        involved: dict[str, Any] = {"kind": kind.value, "name": obj_name, "apiVersion": kind.api_version}
+        if kind.namespaced:
             involved["namespace"] = ns
-        cached = (
-            self.cache.get({"Pod": "Pod", "Node": "Node", "Deployment": "Deployment"}.get(kind, kind), name)
-            if kind in ("Pod", "Node", "Deployment")
-            else None
-        )
+        cached = self.cache.get(kind.value, name)
         if cached and cached["metadata"].get("uid"):
             involved["uid"] = cached["metadata"]["uid"]
         stamp = now_rfc3339()
@@ -364,9 +466,9 @@ class KubeCluster:
             "kind": "Event",
             "metadata": {"name": f"{obj_name}.{uuid.uuid4().hex[:16]}", "namespace": ns},
             "involvedObject": involved,
-            "reason": reason,
+            "reason": reason.value,
             "message": message,
-            "type": "Warning" if "RolledBack" in reason else "Normal",
+            "type": "Warning" if reason.warning else "Normal",
             "source": {"component": "makeroom"},
             "reportingComponent": "makeroom",
             "reportingInstance": self.identity,
@@ -375,11 +477,6 @@ class KubeCluster:
             "count": 1,
         }
         self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
-
-
-def is_move(changes: Mapping[str, str | None]) -> bool:
-    """An annotate_pod call that marks a victim: one move."""
-    return changes.get(VICTIM_OF) is not None
 
 
 __all__ = ["RESERVED_FOR", "KubeCluster", "Nomination", "NotFoundError", "NotLeaderError", "split_key"]

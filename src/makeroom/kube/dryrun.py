@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from makeroom.controller.port import Cluster
+from makeroom.controller.reasons import ObjectKind, Reason
+from makeroom.controller.records import Record, RecordKind, Records
+from makeroom.controller.scope import NamespaceLabels
 from makeroom.model import Taint, Toleration
 from makeroom.model.state import ClusterState
 
@@ -26,7 +29,8 @@ class WouldDo:
 
 
 class DryRunCluster:
-    """A decorator of any Cluster: ``snapshot`` is the real one, every other verb only logs."""
+    """A decorator of any Cluster: the reads (``snapshot``, ``namespaces``, ``deployment_of``,
+    ``records``) are the real ones, every other verb only logs."""
 
     def __init__(self, inner: Cluster) -> None:
         self.inner = inner
@@ -34,6 +38,21 @@ class DryRunCluster:
 
     def snapshot(self) -> ClusterState:
         return self.inner.snapshot()
+
+    def namespaces(self) -> NamespaceLabels:
+        return self.inner.namespaces()
+
+    def deployment_of(self, pod: str) -> str | None:
+        return self.inner.deployment_of(pod)
+
+    def records(self) -> Records:
+        return self.inner.records()
+
+    def save_record(self, record: Record) -> None:
+        self._note("record", f"{record.kind}/{record.subject}", phase=record.phase.value)
+
+    def delete_record(self, kind: RecordKind, subject: str) -> None:
+        self._note("forget", f"{kind}/{subject}")
 
     def _note(self, verb: str, target: str, **detail: Any) -> None:
         item = WouldDo(verb, target, detail)
@@ -58,9 +77,6 @@ class DryRunCluster:
     def taint_node(self, node: str, taint: Taint) -> None:
         self._note("taint", node, key=taint.key, value=taint.value)
 
-    def annotate_node(self, node: str, changes: Mapping[str, str | None]) -> None:
-        self._note("annotate", node, changes=dict(changes))
-
     def untaint_node(self, node: str, key: str) -> None:
         self._note("untaint", node, key=key)
 
@@ -70,8 +86,5 @@ class DryRunCluster:
     def scale(self, workload: str, replicas: int) -> None:
         self._note("scale", workload, replicas=replicas)
 
-    def annotate_workload(self, workload: str, changes: Mapping[str, str | None]) -> None:
-        self._note("annotate", workload, changes=dict(changes))
-
-    def emit_event(self, kind: str, name: str, reason: str, message: str) -> None:
-        self._note("event", f"{kind}/{name}", reason=reason, message=message)
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        self._note("event", f"{kind.value}/{name}", reason=reason.value, message=message)

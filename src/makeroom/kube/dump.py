@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from makeroom.kube.cache import resources
-from makeroom.kube.client import Api
+from makeroom.kube.cache import NOT_IN_STATE, OPTIONAL_STATUSES, Resource, resources
+from makeroom.kube.client import Api, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner
 
 JSON = dict[str, Any]
@@ -24,10 +25,14 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
         "Deployment": "apps/v1",
         "HorizontalPodAutoscaler": "autoscaling/v2",
         "ConfigMap": "v1",
+        "NodePool": "karpenter.sh/v1",
+        "NodeClaim": "karpenter.sh/v1",
     }
     for r in resources(autoscaler_namespace):
+        if r.kind in NOT_IN_STATE:
+            continue  # not a planning input (the controller's scope reads them)
         query = {"fieldSelector": r.field_selector} if r.field_selector else {}
-        for items, _ in api.list_pages(r.path, query):
+        for items, _ in _pages(api, r, query):
             for item in items:
                 obj = {"apiVersion": versions[r.kind], "kind": r.kind, **item}
                 if slim:
@@ -38,6 +43,15 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
                     (obj.get("metadata") or {}).pop("managedFields", None)
                     out.append(obj)
     return out
+
+
+def _pages(api: Api, r: Resource, query: dict[str, str]) -> Iterator[tuple[list[JSON], str]]:
+    """The pages of a list; none of an optional kind the cluster does not serve (or may not be read)."""
+    try:
+        yield from api.list_pages(r.path, query)
+    except KubeError as exc:
+        if not (r.optional and exc.status in OPTIONAL_STATUSES):
+            raise
 
 
 def as_list(objects: list[JSON]) -> JSON:

@@ -10,49 +10,27 @@ Lease up and exits: the records in the cluster carry the state to the next leade
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from makeroom.controller import Controller, ControllerConfig
-from makeroom.controller.records import RELOCATION
+from makeroom.controller import Controller
+from makeroom.controller.records import RecordKind
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, KubeError
-from makeroom.kube.cluster import KubeCluster, Nomination, is_move
+from makeroom.kube.cluster import KubeCluster, Nomination
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.leader import LeaderElector
 from makeroom.kube.metrics import HealthServer, Metrics
-from makeroom.planner import Plan, Policy, plan
-from makeroom.snapshot import GroupConfig
+from makeroom.kube.options import NominationMode, RunOptions, default_identity
+from makeroom.model.state import ClusterState
+from makeroom.planner import Plan
 
 log = logging.getLogger("makeroom.run")
 
-
-def default_identity() -> str:
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{os.getpid()}"
-
-
-@dataclass
-class RunOptions:
-    config: ControllerConfig = field(default_factory=ControllerConfig)
-    dry_run: bool = False
-    namespaces: tuple[str, ...] = ()
-    groups: GroupConfig | None = None
-    metrics_port: int | None = 8080
-    metrics_host: str = "0.0.0.0"
-    leader_elect: bool = True
-    lease_namespace: str = "default"
-    lease_name: str = "makeroom"
-    identity: str = field(default_factory=default_identity)
-    nomination: str = "auto"
-    autoscaler_namespace: str = "kube-system"
-    resync: float = 600.0
-    sync_timeout: float = 300.0
+__all__ = ["RunOptions", "Runner", "default_identity", "plan_summary"]
 
 
 class Runner:
@@ -71,8 +49,8 @@ class Runner:
             api,
             self.cache,
             identity=opts.identity,
-            namespaces=opts.namespaces,
-            nomination=Nomination(opts.nomination),
+            records_namespace=opts.records_namespace,
+            nomination=Nomination(NominationMode(opts.nomination)),
             may_act=self.may_act,
             on_action=self._on_action,
         )
@@ -90,8 +68,6 @@ class Runner:
 
     def _on_action(self, verb: str, target: str, detail: Mapping[str, Any]) -> None:
         self.metrics.actions.labels(verb=verb).inc()
-        if verb == "annotate" and is_move(detail.get("changes") or {}):
-            self.metrics.moves.inc()
         at = self.cache.unschedulable_at.pop(target, None)
         if at is not None:
             self.metrics.first_action.observe(time.monotonic() - at)
@@ -155,7 +131,7 @@ class Runner:
         self.metrics.leader.set(1)
         if self.controller is None:
             log.info("acting", extra={"identity": self.opts.identity, "dry_run": self.opts.dry_run})
-            self.controller = Controller(self.port, self.kube, self.opts.config)
+            self.controller = Controller(self.port, self.kube, self.opts.config, self.opts.scope)
         started = time.perf_counter()
         try:
             state = self.port.snapshot()
@@ -169,21 +145,19 @@ class Runner:
             except KubeError as exc:
                 log.warning("orphan reservations not released", extra={"error": str(exc)})
         if self.opts.dry_run:
-            self._report_plan(state)
+            self._report_plan(self.controller, state)
         try:
             report = self.controller.tick()
         except Exception:  # never crash the loop: the records in the cluster carry the state
             log.exception("reconciliation failed")
             self.metrics.errors.inc()
             return
-        self.metrics.plan_latency.observe(time.perf_counter() - started)
-        self.metrics.relocations.labels(outcome="started").inc(len(report.started))
-        self.metrics.relocations.labels(outcome="done").inc(len(report.done))
-        self.metrics.relocations.labels(outcome="rolled_back").inc(len(report.rolled_back))
-        self.metrics.errors.inc(report.errors)
+        self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
+        self.metrics.count(report)
         after = self.port.snapshot()
         self.metrics.pending.set(sum(1 for p in after.pending() if p.unschedulable_since is not None))
-        self.metrics.in_flight.set(sum(1 for p in after.pods.values() if RELOCATION in p.annotations))
+        self.metrics.in_flight.set(len(self.kube.in_flight[RecordKind.RELOCATION]))
+        self.metrics.consolidating.set(len(self.kube.in_flight[RecordKind.CONSOLIDATION]))
         if report.started or report.done or report.rolled_back or report.errors:
             log.info(
                 "reconciled",
@@ -197,20 +171,9 @@ class Runner:
                 },
             )
 
-    def _report_plan(self, state: Any) -> None:
-        """Dry run: the plan the controller would carry out, logged whenever it changes."""
-        cfg = self.opts.config
-        skip = frozenset(p.key for p in state.pending() if p.unschedulable_since is None)
-        result = plan(
-            state,
-            Policy(
-                now=time.time(),
-                cooldown=cfg.cooldown,
-                max_moves_in_flight=cfg.max_moves_in_flight,
-                skip=skip,
-                expander=cfg.autoscaler_expander,
-            ),
-        )
+    def _report_plan(self, controller: Controller, state: ClusterState) -> None:
+        """Dry run: the plan the controller would carry out (its own policy), logged when it changes."""
+        result = controller.preview(state)
         summary = plan_summary(result)
         if self.last_plan is None or plan_summary(self.last_plan) != summary:
             log.info("dry run: the plan makeroom would carry out", extra={"dry_run": True, "plan": summary})

@@ -60,7 +60,12 @@ def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     owners = [
-        {"kind": r.get("kind"), "name": r.get("name"), "controller": bool(r.get("controller"))}
+        {
+            "kind": r.get("kind"),
+            "name": r.get("name"),
+            "uid": r.get("uid"),
+            "controller": bool(r.get("controller")),
+        }
         for r in meta.get("ownerReferences") or ()
     ]
     m: JSON = {
@@ -195,6 +200,48 @@ def slim_configmap(obj: Mapping[str, Any], intern: Interner) -> JSON:
     }
 
 
+def slim_nodepool(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """What a NodePool says of the nodes it launches (snapshot/nodepools.py reads it)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    return {
+        "kind": "NodePool",
+        "metadata": {"name": meta.get("name")},
+        "spec": {
+            **_pick(spec, ("weight", "limits", "disruption")),
+            "template": {
+                "metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
+                "spec": _pick(template.get("spec") or {}, ("taints", "requirements")),
+            },
+        },
+    }
+
+
+def slim_nodeclaim(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """A NodeClaim's pool, type and node: a node coming up until its node registers."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    m: JSON = {"name": meta.get("name"), "labels": intern.value(meta.get("labels") or {})}
+    if meta.get("deletionTimestamp"):
+        m["deletionTimestamp"] = meta["deletionTimestamp"]
+    return {
+        "kind": "NodeClaim",
+        "metadata": m,
+        "spec": _pick(obj.get("spec") or {}, ("taints", "requirements")),
+        "status": _pick(status, ("nodeName", "allocatable")),
+    }
+
+
+def slim_namespace(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """Its name and labels: the scope's namespace selectors read them (only an admin sets them)."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "Namespace",
+        "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
+    }
+
+
 SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Pod": slim_pod,
     "Node": slim_node,
@@ -202,6 +249,9 @@ SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Deployment": slim_deployment,
     "HorizontalPodAutoscaler": slim_hpa,
     "ConfigMap": slim_configmap,
+    "NodePool": slim_nodepool,
+    "NodeClaim": slim_nodeclaim,
+    "Namespace": slim_namespace,
 }
 
 

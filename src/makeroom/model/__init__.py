@@ -1,6 +1,13 @@
 """The pure model: resources, node groups, nodes, pods, workloads, budgets and the fit rules."""
 
 from makeroom.model.fit import FitFailure, label_fit, resource_fit, static_fit
+from makeroom.model.nodepool import (
+    AutoscalerKind,
+    ConsolidationPolicy,
+    Disruption,
+    InstanceType,
+    NodeBudget,
+)
 from makeroom.model.objects import (
     DELETION_COST,
     DO_NOT_MOVE,
@@ -31,9 +38,14 @@ __all__ = [
     "REPLICAS_OWNER",
     "SCALE_UP_DELAY",
     "VICTIM_OF",
+    "AutoscalerKind",
+    "ConsolidationPolicy",
+    "Disruption",
     "DisruptionBudget",
     "FitFailure",
+    "InstanceType",
     "Node",
+    "NodeBudget",
     "NodeGroup",
     "NodeSelectorRequirement",
     "OwnerKind",

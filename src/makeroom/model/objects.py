@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from makeroom.model.nodepool import INSTANCE_TYPE_LABEL, Disruption, InstanceType
 from makeroom.model.resources import PODS, Resources
 
 GROUP_LABEL = "makeroom.io/group"
@@ -17,6 +18,7 @@ SCALE_UP_DELAY = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 REPLICAS_OWNER = "makeroom.io/replicas-owner"  # on a Deployment: who else sets its replicas (KEDA...)
 VICTIM_OF = "makeroom.io/victim-of"  # on a pod that makeroom moves, naming the pod it makes room for
+RESERVED_FOR = "makeroom.io/reserved-for"  # NoSchedule taint holding a node's room for one pod (its id)
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
@@ -97,7 +99,11 @@ NodeSelectorTerm = tuple[NodeSelectorRequirement, ...]
 
 @dataclass(frozen=True, slots=True)
 class NodeGroup:
-    """An autoscaled group of identical nodes (an ASG, a managed node group, a node pool)."""
+    """An autoscaled group of nodes: the cluster-autoscaler's group of identical nodes (an ASG, a
+    managed node group), or a Karpenter NodePool, whose nodes may be of several instance types.
+
+    ``capacity`` and ``price_per_hour`` are those of one node of the group (of a pool: its first
+    instance type). ``max`` is the most nodes the group may have (of a pool: ``spec.limits.nodes``)."""
 
     name: str
     capacity: Resources
@@ -107,9 +113,23 @@ class NodeGroup:
     max: int = 0
     price_per_hour: float = 0.0
     provision_time: float = 120.0
+    # What a NodePool says besides (model.nodepool; the cluster-autoscaler reads none of it):
+    weight: int | None = None  # spec.weight, 1-100, higher first; None: not set (Karpenter counts 0)
+    limits: Resources = field(default_factory=Resources)  # spec.limits by resource, besides max
+    instance_types: tuple[InstanceType, ...] = ()  # empty: one type, of capacity and price_per_hour
+    requirements: tuple[NodeSelectorRequirement, ...] = ()  # spec.template.spec.requirements
+    disruption: Disruption = field(default_factory=Disruption)  # spec.disruption
 
     def node_labels(self) -> dict[str, str]:
         return {**self.labels, GROUP_LABEL: self.name}
+
+    def types(self) -> tuple[InstanceType, ...]:
+        """The instance types the group's nodes may have: its own, or the one its capacity and price
+        describe (named by its instance-type label, else after the group)."""
+        if self.instance_types:
+            return self.instance_types
+        name = self.labels.get(INSTANCE_TYPE_LABEL, self.name)
+        return (InstanceType(name, self.capacity, self.price_per_hour),)
 
 
 @dataclass(slots=True, eq=False)

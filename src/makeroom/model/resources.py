@@ -21,10 +21,11 @@ DEFAULT_MAX_PODS = 110
 class Resources(Mapping[str, int]):
     """An immutable map of resource name to milli-units; a missing name is zero."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_hash", "_items")
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
         self._items: dict[str, int] = {k: int(v) for k, v in (items or {}).items() if v}
+        self._hash: int | None = None  # immutable: hashed once (specs are dictionary keys everywhere)
 
     @classmethod
     def parse(cls, quantities: Mapping[str, str | int | float]) -> Resources:
@@ -43,7 +44,9 @@ class Resources(Mapping[str, int]):
         return len(self._items)
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted(self._items.items())))
+        if self._hash is None:
+            self._hash = hash(tuple(sorted(self._items.items())))
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):

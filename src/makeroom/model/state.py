@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from makeroom.model.fit import static_fit
+from makeroom.model.nodepool import AutoscalerKind
 from makeroom.model.objects import Node, NodeGroup, Pod, PodSpec, Workload
 from makeroom.model.resources import ResourceIndex, Resources, Vector
 
@@ -38,8 +39,10 @@ class ClusterState:
         workloads: Iterable[Workload] = (),
         resource_names: Iterable[str] = (),
         capacity: int = 64,
+        autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER,
     ) -> None:
         self.groups: dict[str, NodeGroup] = {g.name: g for g in groups}
+        self.autoscaler = autoscaler  # which autoscaler grows the groups: what it would buy follows it
         self.workloads: dict[str, Workload] = {w.name: w for w in workloads}
         names = set(resource_names)
         for g in self.groups.values():
@@ -66,6 +69,7 @@ class ClusterState:
         self._mask_cache: dict[int, tuple[PodSpec, Mask]] = {}
         self._nominated_count = 0
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
+        self.node_generation = 0  # bumped when nodes come, go, or change labels, taints, readiness
 
     # --- resources -------------------------------------------------------------------------
     def requests_of(self, spec: PodSpec) -> Vector:
@@ -151,6 +155,7 @@ class ClusterState:
         """Call after a node's labels, taints, readiness or cordon changed."""
         self._mask_cache.clear()
         self.generation += 1
+        self.node_generation += 1
 
     def nodes_of(self, group: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.group == group]

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from makeroom.model import Node, NodeGroup, OwnerKind, Pod
-from makeroom.model.fit import label_fit
 from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState, Mask
+from makeroom.model.view import ClusterView
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import Policy
 
@@ -28,6 +28,7 @@ class ConsolidationPolicy:
     max_moves: int = 10  # the budget of moves of one consolidation
     min_saving: float = 0.2  # the share of the freed node's price that must be saved
     skip_nodes: frozenset[str] = frozenset()  # nodes not to empty (say, recently given up)
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (its scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +70,16 @@ class Consolidation:
 class _Cluster:
     """What every candidate node is weighed against, computed once per call."""
 
-    sizes: dict[str, int]
-    free: Vector  # free room after what nominated pods hold
+    view: ClusterView
     cheaper: dict[str, list[NodeGroup]]  # group -> strictly cheaper groups
     allowed: dict[str, Mask]  # group -> nodes of its cheaper groups
 
 
-def consolidate(state: ClusterState, policy: ConsolidationPolicy) -> Consolidation | None:
+def consolidate(
+    state: ClusterState, policy: ConsolidationPolicy, view: ClusterView | None = None
+) -> Consolidation | None:
     """The node whose emptying saves the most, or None when none pays."""
-    ctx = _context(state)
+    ctx = _context(state, view if view is not None and not view.stale else ClusterView(state))
     best: Consolidation | None = None
     for node in sorted(state.nodes.values(), key=lambda n: (-_price(state, n), n.name)):
         if not ctx.cheaper.get(node.group):
@@ -88,15 +90,12 @@ def consolidate(state: ClusterState, policy: ConsolidationPolicy) -> Consolidati
     return best
 
 
-def _context(state: ClusterState) -> _Cluster:
-    sizes: dict[str, int] = {}
+def _context(state: ClusterState, view: ClusterView) -> _Cluster:
     in_group: dict[str, Mask] = {}
     for name, node in state.nodes.items():
-        sizes[node.group] = sizes.get(node.group, 0) + 1
         if node.group not in in_group:
             in_group[node.group] = np.zeros(len(state.alive), dtype=np.bool_)
         in_group[node.group][state.slot_of[name]] = True
-    free = state.free_after_nominations()
     cheaper: dict[str, list[NodeGroup]] = {}
     allowed: dict[str, Mask] = {}
     for g in state.groups.values():
@@ -106,7 +105,7 @@ def _context(state: ClusterState) -> _Cluster:
             if h.name in in_group:
                 mask |= in_group[h.name]
         allowed[g.name] = mask
-    return _Cluster(sizes, free, cheaper, allowed)
+    return _Cluster(view, cheaper, allowed)
 
 
 def _price(state: ClusterState, node: Node) -> float:
@@ -117,12 +116,14 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
     group = state.groups.get(node.group)
     if group is None or not node.ready or node.unschedulable or node.name in policy.skip_nodes:
         return None
-    if ctx.sizes.get(group.name, 0) <= group.min or state.nominated.get(node.name):
+    if ctx.view.group_size[group.name] <= group.min or state.nominated.get(node.name):
         return None
     pods = [p for p in state.pods_on[node.name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
     if not pods or len(pods) > policy.max_moves or any(p.terminating for p in pods):
         return None
-    rules = Policy(now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved)
+    rules = Policy(
+        now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved, pinned=policy.pinned
+    )
     for pod in pods:
         w = state.workloads.get(pod.workload) if pod.workload is not None else None
         if not_movable(pod, rules) is not None or w is None or w.replicas_owner is not None:
@@ -136,14 +137,14 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
 def _place(
     state: ClusterState, ctx: _Cluster, node: Node, group: NodeGroup, pods: list[Pod]
 ) -> Consolidation | None:
-    free = ctx.free.copy()
+    free = ctx.view.free.copy()
     allowed = ctx.allowed[group.name]
     cheaper = ctx.cheaper[group.name]
     new_nodes: list[tuple[NodeGroup, Vector]] = []
     shifts: list[Shift] = []
     for pod in sorted(pods, key=lambda p: -int(state.requests_of(p.spec).sum())):
         req = state.requests_of(pod.spec)
-        fits = allowed & state.static_mask(pod.spec) & np.all(free >= req, axis=1)
+        fits = allowed & ctx.view.fits(pod.spec, free)
         hits = np.flatnonzero(fits)
         if len(hits):
             slot = int(hits[np.argmin(state.order[hits])])
@@ -152,7 +153,7 @@ def _place(
             assert target is not None
             shifts.append(Shift(pod, pod.workload, target.name, None))
             continue
-        placed = _on_new_node(state, ctx, pod, req, cheaper, new_nodes)
+        placed = _on_new_node(ctx, pod, req, cheaper, new_nodes)
         if placed is None:
             return None
         shifts.append(Shift(pod, pod.workload, None, placed))
@@ -164,7 +165,6 @@ def _place(
 
 
 def _on_new_node(
-    state: ClusterState,
     ctx: _Cluster,
     pod: Pod,
     req: Vector,
@@ -177,12 +177,8 @@ def _on_new_node(
             return g.name
     for g in sorted(cheaper, key=lambda g: g.price_per_hour):
         adding = sum(1 for h, _ in new_nodes if h.name == g.name)
-        if ctx.sizes.get(g.name, 0) + adding >= g.max:
+        if not ctx.view.can_grow(g.name, adding) or not ctx.view.admits(pod.spec, g.name):
             continue
-        if label_fit(pod.spec, g.node_labels(), g.taints) is not None:
-            continue
-        capacity = state.index.vector(g.capacity)
-        if np.all(capacity >= req):
-            new_nodes.append((g, capacity - req))
-            return g.name
+        new_nodes.append((g, ctx.view.template(g.name) - req))
+        return g.name
     return None

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from makeroom.model import DO_NOT_MOVE, OwnerKind, Pod
 from makeroom.model.objects import MOVED_AT
+from makeroom.planner.budgets import Budgets
 from makeroom.planner.types import NotMovable, Policy
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _FALSE = frozenset({"false", "no", "0", "off"})
 
 
-def not_movable(pod: Pod, policy: Policy) -> NotMovable | None:
-    """Why the pod may never be moved, or None when it may be (if its priority is low enough)."""
+def not_movable(pod: Pod, policy: Policy, budgets: Budgets | None = None) -> NotMovable | None:
+    """Why the pod may not be moved now, or None when it may be (if its priority is low enough).
+    With ``budgets``, a pod whose PodDisruptionBudget allows no disruption now may not be moved."""
     if pod.node is None:
         return NotMovable.NOT_BOUND
     if pod.terminating:
@@ -29,6 +31,8 @@ def not_movable(pod: Pod, policy: Policy) -> NotMovable | None:
     opt_out = pod.annotations.get(DO_NOT_MOVE)
     if opt_out is not None and opt_out.strip().lower() not in _FALSE:
         return NotMovable.OPTED_OUT
+    if pod.key in policy.pinned:
+        return NotMovable.PINNED
     if pod.key in policy.recently_moved:
         return NotMovable.COOLDOWN
     moved_at = pod.annotations.get(MOVED_AT)
@@ -39,4 +43,6 @@ def not_movable(pod: Pod, policy: Policy) -> NotMovable | None:
             when = None  # an unreadable stamp does not protect the pod
         if when is not None and policy.now - when < policy.cooldown:
             return NotMovable.COOLDOWN
+    if budgets is not None and budgets.blocks(pod, policy.make_before_break):
+        return NotMovable.DISRUPTION_BUDGET
     return None

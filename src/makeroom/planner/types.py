@@ -87,6 +87,16 @@ class NotMovable(_Described):
         "cooldown",
         "makeroom moved the pod recently (makeroom.io/moved-at is within the cooldown).",
     )
+    DISRUPTION_BUDGET = (
+        "disruption-budget",
+        """The PodDisruptionBudget of the pod's workload allows no disruption now (maxUnavailable 0,
+        or no more healthy replicas than it requires): its eviction would be refused.""",
+    )
+    PINNED = (
+        "pinned",
+        """The controller keeps the pod where it is: it is outside the scope the admin gave makeroom,
+        or already moving (or being surged) for a relocation under way.""",
+    )
 
 
 class PlacementReason(_Described):
@@ -111,12 +121,17 @@ class Policy:
     now: float = 0.0
     cooldown: float = 600.0  # a pod moved less than this long ago is not moved again
     max_moves_in_flight: int | None = None  # most moves one plan may hold; None: no limit
-    exact: bool = False  # exhaustive search per pending pod (small clusters)
+    exact: bool = False  # exact search: jointly (OR-Tools), or per pending pod with joint=False
+    joint: bool = True  # plan the pending pods jointly; False: one at a time, as before issue 13
+    make_before_break: bool = False  # victims' replacements are Ready before they go (migrate)
+    joint_budget: int = 400  # the default search's joint improvement: candidate nodes it may examine
     max_candidates: int = 8  # heuristic: nodes with a valid plan examined per pending pod
     use_upcoming_nodes: bool = True  # victims may go to nodes still being provisioned
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
     recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
-    exact_step_limit: int = 2_000_000  # exact mode: search steps per pending pod before giving up
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
+    exact_step_limit: int = 2_000_000  # exact mode: search steps per candidate node before giving up
+    exact_budget: float = 10.0  # exact joint mode: the solver's deterministic time limit (about seconds)
     expander: str = "least-waste"  # the cluster-autoscaler's --expander (first of a chain)
 
 
@@ -199,12 +214,99 @@ class PlanStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Objective:
+    """A plan's value on the objective, in its order: (1) the pending pods placed, by priority,
+    highest first; (2) the cost per hour of new nodes, then their number; (3) the pods moved; (4) the
+    sum of the moved pods' priorities. ``key`` orders plans, best first."""
+
+    placed: tuple[tuple[int, int], ...] = ()  # (priority, pods placed), highest priority first
+    cost: float = 0.0
+    new_nodes: int = 0
+    moves: int = 0
+    moved_priority: int = 0
+
+    def key(self) -> tuple[tuple[int, ...], float, int, int, int]:
+        return (
+            tuple(-n for _, n in self.placed),
+            round(self.cost, 6),
+            self.new_nodes,
+            self.moves,
+            self.moved_priority,
+        )
+
+    def level(self, other: Objective) -> str | None:
+        """The first part of the objective on which the two differ (None when equal)."""
+        a, b = self.key(), other.key()
+        for name, x, y in zip(LEVELS, a, b, strict=True):
+            if x != y:
+                return name
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "placed": {str(q): n for q, n in self.placed},
+            "cost_per_hour": round(self.cost, 6),
+            "new_nodes": self.new_nodes,
+            "moves": self.moves,
+            "moved_priority": self.moved_priority,
+        }
+
+    def human(self) -> str:
+        placed = ", ".join(f"{n} at priority {q}" for q, n in self.placed) or "none"
+        return (
+            f"placed {placed}; {self.new_nodes} new node(s) at ${self.cost:.2f}/h; "
+            f"{self.moves} move(s), priorities summing to {self.moved_priority}"
+        )
+
+
+LEVELS = ("placed", "cost_per_hour", "new_nodes", "moves", "moved_priority")
+
+
+class Proof(_Described):
+    """How far a plan is known to be optimal."""
+
+    OPTIMAL = "optimal", "No plan is better on the objective: the search proved it."
+    BEST_FOUND = (
+        "best-found",
+        """The best plan the search found within its budget; no plan can be better than the bound.""",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Optimality:
+    """Whether the plan is proven optimal, and the bound: no plan is better than ``bound`` (on the
+    objective's order; for the pods placed it is an upper bound, for the rest a lower bound)."""
+
+    proof: Proof
+    search: str  # the search that made the plan
+    objective: Objective
+    bound: Objective
+    steps: int = 0  # the search's work units spent
+
+    @property
+    def gap(self) -> str | None:
+        """The first part of the objective where the plan may be beaten (None when proven)."""
+        return None if self.proof is Proof.OPTIMAL else self.objective.level(self.bound)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.proof.value,
+            "search": self.search,
+            "objective": self.objective.to_json(),
+            "bound": self.bound.to_json(),
+            "gap": self.gap,
+            "steps": self.steps,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     placements: tuple[Placement, ...] = ()
     moves: tuple[Move, ...] = ()
     scale_ups: Mapping[str, int] = field(default_factory=dict)
     unplaceable: tuple[Unplaceable, ...] = ()
     stats: PlanStats = field(default_factory=PlanStats)
+    optimality: Optimality | None = None
 
     def with_plan_ms(self, ms: float) -> Plan:
         return replace(self, stats=replace(self.stats, plan_ms=ms))
@@ -213,11 +315,15 @@ class Plan:
         return [m for m in self.moves if m.for_pod is pod]
 
     def to_json(self) -> dict[str, Any]:
-        """The plan object of spec/scenario-v1.md, plus optional extras (``why``, ``for_pod``)."""
-        return {
+        """The plan object of spec/scenario-v1.md, plus optional extras (``why``, ``for_pod``,
+        ``optimality``)."""
+        out = {
             "placements": [p.to_json() for p in self.placements],
             "moves": [m.to_json() for m in self.moves],
             "scale_ups": dict(self.scale_ups),
             "unplaceable": [u.to_json() for u in self.unplaceable],
             "stats": self.stats.to_json(),
         }
+        if self.optimality is not None:
+            out["optimality"] = self.optimality.to_json()
+        return out

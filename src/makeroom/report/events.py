@@ -6,6 +6,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from makeroom.controller.reasons import Reason
+from makeroom.sim.recorder import TimelineEvent
+
 # Lanes of the events panel, top to bottom.
 LANES: tuple[str, ...] = ("scenario", "nodes", "disruption", "relocation", "other")
 
@@ -21,25 +24,33 @@ class EventStyle:
     counted: bool = True  # label a mark that stands for several events with its count
 
 
-# Known kinds, in the order of the rows of the events panel; the label names the row.
+# Known kinds, in the order of the rows of the events panel; the label names the row with the reason of
+# the Kubernetes Event it stands for (report.story tells the same events in words under the same names).
 KNOWN: Mapping[str, EventStyle] = {
-    "deploy": EventStyle("scenario", "P", "deploy", 50.0, trigger=True),
-    "scale": EventStyle("scenario", "D", "scale replicas", 34.0, trigger=True),
-    "delete": EventStyle("scenario", "X", "delete", 50.0, trigger=True),
-    "cordon": EventStyle("scenario", "s", "cordon", 34.0, filled=False, trigger=True),
-    "uncordon": EventStyle("scenario", "s", "uncordon", 34.0, trigger=True),
-    "scale_up": EventStyle("nodes", "^", "scale-up"),
-    "node_ready": EventStyle("nodes", "o", "node Ready", 36.0),
-    "scale_down": EventStyle("nodes", "v", "scale-down"),
-    "scale_down_failed": EventStyle("nodes", "v", "scale-down failed", filled=False),
-    "node_removed": EventStyle("nodes", "x", "node removed", 48.0),
-    "preempted": EventStyle("disruption", "v", "preempted", 46.0),
-    "evicted": EventStyle("disruption", "X", "evicted", 46.0),
-    "eviction_refused": EventStyle("disruption", "|", "evict refused", 60.0, counted=False),
-    "relocation_started": EventStyle("relocation", ">", "relocation start"),
-    "moved": EventStyle("relocation", "o", "moved", 36.0, filled=False),
-    "relocation_done": EventStyle("relocation", "*", "relocation done", 80.0),
-    "relocation_rolled_back": EventStyle("relocation", "<", "rolled back", filled=False),
+    "deploy": EventStyle("scenario", "P", "Deploy", 50.0, trigger=True),
+    "scale": EventStyle("scenario", "D", "Scale", 34.0, trigger=True),
+    "delete": EventStyle("scenario", "X", "Delete", 50.0, trigger=True),
+    "cordon": EventStyle("scenario", "s", "Cordon", 34.0, filled=False, trigger=True),
+    "uncordon": EventStyle("scenario", "s", "Uncordon", 34.0, trigger=True),
+    "scale_up": EventStyle("nodes", "^", "TriggeredScaleUp"),
+    "no_scale_up": EventStyle("nodes", "^", "NotTriggerScaleUp", filled=False),
+    "node_ready": EventStyle("nodes", "o", "NodeReady", 36.0),
+    "scale_down": EventStyle("nodes", "v", "ScaleDown"),
+    "scale_down_failed": EventStyle("nodes", "v", "ScaleDownFailed", filled=False),
+    "node_removed": EventStyle("nodes", "x", "RemovingNode", 48.0),
+    "preempted": EventStyle("disruption", "v", "Preempted", 46.0),
+    "evicted": EventStyle("disruption", "X", "ScaleDown: evicted", 46.0),
+    "eviction_refused": EventStyle("disruption", "|", "EvictionBlocked", 60.0, counted=False),
+    "relocation_started": EventStyle("relocation", ">", Reason.RELOCATING),
+    "moved": EventStyle("relocation", "o", Reason.MOVING, 36.0, filled=False),
+    "makeroom_scale": EventStyle("relocation", "D", "ScalingReplicaSet", 30.0, filled=False),
+    "relocation_evicted": EventStyle("relocation", "X", Reason.EVICTED, 40.0),
+    "relocated": EventStyle("relocation", "x", "moved pod gone", 36.0),
+    "relocation_done": EventStyle("relocation", "*", Reason.ROOM_MADE, 80.0),
+    "relocation_rolled_back": EventStyle("relocation", "<", Reason.ROLLED_BACK, filled=False),
+    Reason.CONSOLIDATING: EventStyle("relocation", ">", Reason.CONSOLIDATING, filled=False),
+    Reason.CONSOLIDATED: EventStyle("relocation", "*", Reason.CONSOLIDATED, 60.0, filled=False),
+    Reason.CONSOLIDATION_STOPPED: EventStyle("relocation", "<", Reason.CONSOLIDATION_STOPPED),
 }
 
 # Kinds left off the picture: per-pod bookkeeping that the curves already show, or duplicates.
@@ -53,7 +64,6 @@ IGNORED: frozenset[str] = frozenset(
         "pod_unschedulable",
         "nominated",
         "preempted_by",  # the same victim as "preempted", seen from the preemptor
-        "no_scale_up",  # repeated every scan while pods wait; the pending panel shows it
         "node_provisioning",  # at the same instant as its scale_up
         "node_missing",
         "workload_missing",
@@ -95,9 +105,7 @@ def _owner(name: Any, owners: Collection[str]) -> str | None:
     return None
 
 
-def color_key(
-    event: Mapping[str, Any], workloads: Collection[str], groups: Collection[str] = ()
-) -> str | None:
+def color_key(event: TimelineEvent, workloads: Collection[str], groups: Collection[str] = ()) -> str | None:
     """The group or workload whose colour an event takes: named in the event, or the owner of its pod or
     node (the workload before the node: a preempted pod is coloured as its workload)."""
     group = event.get("group")
@@ -109,8 +117,17 @@ def color_key(
     return _owner(event.get("pod"), workloads) or _owner(event.get("node"), groups)
 
 
-def _weight(event: Mapping[str, Any]) -> int:
-    if event.get("kind") == "scale_up":
+def drawn_kind(event: TimelineEvent) -> str:
+    """The row of an event: its kind, or for makeroom's consolidation Events (which share the kind
+    ``makeroom`` in the timeline), the Event's reason."""
+    reason = event.get("reason")
+    if event.kind == "makeroom" and isinstance(reason, str):
+        return reason
+    return event.kind
+
+
+def _weight(event: TimelineEvent) -> int:
+    if event.kind == "scale_up":
         nodes = event.get("nodes")
         if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
             return nodes
@@ -118,7 +135,7 @@ def _weight(event: Mapping[str, Any]) -> int:
 
 
 def aggregate(
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[TimelineEvent],
     duration_s: float,
     workloads: Collection[str],
     groups: Collection[str] = (),
@@ -128,9 +145,8 @@ def aggregate(
     width = duration_s / bins if duration_s > 0 else 1.0
     found: dict[tuple[str, str | None, int], list[float]] = {}
     for event in events:
-        kind = event.get("kind")
-        t = event.get("t")
-        if not isinstance(kind, str) or not isinstance(t, int | float) or style_of(kind) is None:
+        kind, t = drawn_kind(event), event.t
+        if style_of(kind) is None:
             continue
         key = color_key(event, workloads, groups)
         slot = found.setdefault((kind, key, int(t // width)), [float(t), 0.0])

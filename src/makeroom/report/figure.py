@@ -6,9 +6,10 @@ so no display is needed and no global figure state is touched.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import matplotlib as mpl
@@ -21,7 +22,10 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from makeroom.report.events import Mark, label_of, row_order, style_of
+from makeroom.report.impact import TOP_GROUPS, TOP_WORKLOADS, rank_groups, rank_workloads, split
 from makeroom.report.series import IntArray, RunView
+from makeroom.report.units import duration as _duration
+from makeroom.report.units import money
 
 # Node groups and workloads take colours from two different families, so a group is never mistaken for
 # a workload; each keeps its colour in every panel and every column of a figure.
@@ -36,9 +40,11 @@ MAX_WORKLOAD_ROWS = 12
 # Sizes in inches. The layout is computed from them directly (no layout engine): fast and stable.
 COLUMN_W = 4.2
 COLUMN_GAP = 0.3
-LEFT_W = 1.2  # row labels and tick labels
+LEFT_W = 1.45  # row labels and tick labels
 RIGHT_W = 2.35  # legends
 TITLE_H = 0.66
+SUBTITLE_H = 0.36  # without the scenario's title: the strategy's name only
+OTHERS_COLOR = "#b5b5b5"
 XLABEL_H = 0.5
 ROW_GAP = 0.2
 NODES_H = 1.6
@@ -83,19 +89,43 @@ def style() -> Iterator[None]:
         yield
 
 
+def _stable(names: Sequence[str], colors: Sequence[str]) -> dict[str, str]:
+    """A colour per name that depends on the name, not on its company: each name has a preferred
+    colour (from a checksum of the name), and only when an earlier name (by priority) holds it does it
+    take the next free one. Past the palette's size, names share colours."""
+    taken: dict[str, str] = {}
+    used: set[int] = set()
+    for name in dict.fromkeys(names):
+        slot = zlib.crc32(name.encode("utf-8")) % len(colors)
+        if len(used) < len(colors):
+            while slot in used:
+                slot = (slot + 1) % len(colors)
+        used.add(slot)
+        taken[name] = colors[slot]
+    return taken
+
+
 class Palette:
-    """Colours by name: node groups from one family, workloads (highest priority first) from another."""
+    """Colours by name: node groups from one family, workloads (highest priority first) from another;
+    the same name keeps its colour across runs, scenarios and reports (see ``_stable``). Names told as
+    "others" are grey."""
 
     def __init__(self, groups: Sequence[str], workloads: Sequence[str]) -> None:
-        self.colors: dict[str, str] = {}
-        for i, g in enumerate(dict.fromkeys(groups)):
-            self.colors.setdefault(g, GROUP_COLORS[i % len(GROUP_COLORS)])
-        for i, w in enumerate(dict.fromkeys(workloads)):
-            self.colors.setdefault(w, WORKLOAD_COLORS[i % len(WORKLOAD_COLORS)])
+        # Groups are few and their colours must differ: given in order of name, so the same groups get
+        # the same colours in every report.
+        self.colors: dict[str, str] = {
+            g: GROUP_COLORS[i % len(GROUP_COLORS)] for i, g in enumerate(sorted(dict.fromkeys(groups)))
+        }
+        for w, c in _stable(workloads, WORKLOAD_COLORS).items():
+            self.colors.setdefault(w, c)
 
     @staticmethod
     def of(runs: Sequence[RunView]) -> Palette:
-        return Palette([g for r in runs for g in r.groups], _by_priority(runs))
+        results = [r.result for r in runs]
+        groups, _ = split(rank_groups(results), TOP_GROUPS)
+        shown, _ = split(rank_workloads(results), TOP_WORKLOADS)
+        top = set(shown)
+        return Palette(groups, [w for w in _by_priority(runs) if w in top])
 
     def __getitem__(self, key: str | None) -> str:
         return NEUTRAL if key is None else self.colors.get(key, NEUTRAL)
@@ -124,19 +154,42 @@ class Section:
     """One scenario: its runs side by side, with the rows, lanes and colours they share."""
 
     runs: list[RunView]
-    groups: list[str]
-    workloads: list[str]
+    groups: list[str]  # drawn one by one, the most node-hours first
+    workloads: list[str]  # every workload, highest priority first
     kinds: list[str]  # the rows of the events panel
     rows: list[Row]
     palette: Palette
     unit_s: float  # seconds per unit of the time axis: 60 (minutes), or 3600 (hours) for long runs
+    other_groups: list[str] = field(default_factory=list)  # stacked as one grey band
+    shown_workloads: list[str] = field(default_factory=list)  # named in a shared panel
+    other_workloads: list[str] = field(default_factory=list)  # summed as one grey line there
+    peers: list[RunView] = field(default_factory=list)  # the runs whose y-axes this one shares
+    title: bool = True  # the scenario's name above the block (a page with its own headings: no)
 
     @staticmethod
-    def of(runs: Sequence[RunView], palette: Palette | None = None) -> Section:
-        """The section of some runs; pass one palette to several sections to keep their colours alike."""
-        groups = list(dict.fromkeys(g for r in runs for g in r.groups))
-        workloads = _by_priority(runs)
-        kinds = row_order(m.kind for r in runs for m in r.marks)
+    def of(
+        runs: Sequence[RunView],
+        palette: Palette | None = None,
+        peers: Sequence[RunView] | None = None,
+        title: bool = True,
+    ) -> Section:
+        """The section of some runs; pass one palette to several sections to keep their colours alike,
+        and ``peers`` (a superset of ``runs``) to give sections drawn apart the same y-axes, rows and
+        legends."""
+        everyone = list(peers) if peers is not None else list(runs)
+        results = [r.result for r in everyone]
+        known = set(g for r in everyone for g in r.groups)
+        ranked_groups = [g for g in rank_groups(results) if g in known]
+        ranked_groups += [
+            g for g in dict.fromkeys(g for r in everyone for g in r.groups) if g not in ranked_groups
+        ]
+        groups, other_groups = split(ranked_groups, TOP_GROUPS)
+        workloads = _by_priority(everyone)
+        ranked = [w for w in rank_workloads(results) if w in set(workloads)]
+        ranked += [w for w in workloads if w not in ranked]
+        shown, others = split(ranked, TOP_WORKLOADS)
+        shown = [w for w in workloads if w in set(shown)]
+        kinds = row_order(m.kind for r in everyone for m in r.marks)
         rows = [Row("nodes", NODES_H)]
         if len(workloads) <= MAX_WORKLOAD_ROWS:
             h = max(WORKLOAD_MIN_H, WORKLOAD_H * min(1.0, 4 / max(len(workloads), 1)))
@@ -146,14 +199,32 @@ class Section:
         rows.append(Row("pending", PENDING_H))
         if kinds:
             rows.append(Row("events", EVENT_ROW_H * len(kinds) + 0.2))
-        longest = max((r.duration_s for r in runs), default=0.0)
+        longest = max((r.duration_s for r in everyone), default=0.0)
         unit = 3600.0 if longest > HOURS_AFTER_S else 60.0
-        palette = palette or Palette(groups, workloads)
-        return Section(list(runs), groups, workloads, kinds, rows, palette, unit)
+        palette = palette or Palette(groups, shown)
+        return Section(
+            list(runs),
+            groups,
+            workloads,
+            kinds,
+            rows,
+            palette,
+            unit,
+            other_groups,
+            shown,
+            others,
+            everyone,
+            title,
+        )
 
     @property
     def height(self) -> float:
-        return TITLE_H + XLABEL_H + sum(r.height for r in self.rows) + ROW_GAP * (len(self.rows) - 1)
+        return (
+            (TITLE_H if self.title else SUBTITLE_H)
+            + XLABEL_H
+            + sum(r.height for r in self.rows)
+            + ROW_GAP * (len(self.rows) - 1)
+        )
 
     @property
     def plot_width(self) -> float:
@@ -201,23 +272,24 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
             "height_ratios": [r.height for r in rows],
             "left": LEFT_W / width,
             "right": (LEFT_W + section.plot_width) / width,
-            "top": 1.0 - TITLE_H / height,
+            "top": 1.0 - (TITLE_H if section.title else SUBTITLE_H) / height,
             "bottom": XLABEL_H / height,
             "wspace": COLUMN_GAP / COLUMN_W,
             "hspace": ROW_GAP / (sum(r.height for r in rows) / len(rows)),
         },
     )
     scenarios = list(dict.fromkeys(r.scenario for r in runs))
-    span = max(r.duration_s for r in runs) / section.unit_s
-    fig.suptitle(
-        " · ".join(scenarios) + f"   ({_duration(max(r.duration_s for r in runs))} simulated)",
-        fontsize=13,
-        fontweight="bold",
-        x=0.12 / width,
-        y=1.0 - 0.1 / height,
-        ha="left",
-        va="top",
-    )
+    span = max(r.duration_s for r in section.peers) / section.unit_s
+    if section.title:
+        fig.suptitle(
+            " · ".join(scenarios) + f"   ({_duration(max(r.duration_s for r in runs))} simulated)",
+            fontsize=13,
+            fontweight="bold",
+            x=0.12 / width,
+            y=1.0 - 0.1 / height,
+            ha="left",
+            va="top",
+        )
     for col, run in enumerate(runs):
         column = [axes[i][col] for i in range(len(section.rows))]
         title = run.strategy if len(scenarios) == 1 else f"{run.scenario}: {run.strategy}"
@@ -231,8 +303,10 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
                 w = row.workload
                 _draw_workload(ax, run, w, section.palette[w], section.unit_s, annotate=True)
             elif row.kind == "workloads":
-                for w in section.workloads:
+                for w in section.shown_workloads:
                     _draw_workload(ax, run, w, section.palette[w], section.unit_s, annotate=False)
+                if section.other_workloads:
+                    _draw_others(ax, run, section)
             elif row.kind == "pending":
                 _draw_pending(ax, run, section.unit_s)
             elif row.kind == "events":
@@ -276,6 +350,8 @@ def _draw_nodes(ax: Axes, run: RunView, section: Section) -> None:
     for g in section.groups:
         billed = run.nodes.get(g, zero)
         columns += [billed, np.minimum(run.ready_nodes.get(g, zero), billed)]
+    if section.other_groups:
+        columns.append(sum((run.nodes.get(g, zero) for g in section.other_groups), zero))
     t_s, thin = run.thin(columns)
     t = t_s / section.unit_s
     base = np.zeros(len(t), dtype=np.int64)
@@ -294,6 +370,10 @@ def _draw_nodes(ax: Axes, run: RunView, section: Section) -> None:
             linewidth=0,
         )
         base = base + billed
+    if section.other_groups:
+        rest = thin[-1]
+        ax.fill_between(t, base, base + rest, step="post", color=OTHERS_COLOR, alpha=0.9, linewidth=0)
+        base = base + rest
     ax.step(t, base, where="post", color=NEUTRAL, linewidth=1.1)
 
 
@@ -321,6 +401,20 @@ def _draw_workload(ax: Axes, run: RunView, w: str, color: str, unit_s: float, *,
         )
         # Above the panel, right-aligned: it can be long, and there it never covers the name or a line.
         ax.set_title(_workload_summary(run, w), loc="right", fontsize=8, pad=2.5, color="#333333")
+
+
+def _draw_others(ax: Axes, run: RunView, section: Section) -> None:
+    """The workloads not named in a shared panel, as one line: their Ready and desired replicas summed."""
+    if not run.has_samples:
+        return
+    zero = np.zeros(len(run.t_s), dtype=np.int64)
+    ready = sum((run.ready.get(w, zero) for w in section.other_workloads), zero)
+    desired = sum((run.desired.get(w, zero) for w in section.other_workloads), zero)
+    t_s, (r, d) = run.thin([ready, desired])
+    t = t_s / section.unit_s
+    ax.fill_between(t, r, np.maximum(r, d), step="post", color=OTHERS_COLOR, alpha=0.3, linewidth=0)
+    ax.step(t, d, where="post", color=OTHERS_COLOR, linewidth=1.1, linestyle=(0, (4, 2.5)))
+    ax.step(t, r, where="post", color=OTHERS_COLOR, linewidth=1.6)
 
 
 def _draw_pending(ax: Axes, run: RunView, unit_s: float) -> None:
@@ -414,7 +508,7 @@ def _draw_triggers(column: Sequence[Axes], run: RunView, unit_s: float) -> None:
 
 
 def _set_limits(axes: Any, section: Section) -> None:
-    runs = section.runs
+    runs = section.peers
     for i, row in enumerate(section.rows):
         ax: Axes = axes[i][0]
         if row.kind == "nodes":
@@ -428,7 +522,21 @@ def _set_limits(axes: Any, section: Section) -> None:
             )
             ax.set_ylim(0, max(top, 1) * 1.12 + 0.2)
         elif row.kind in ("workload", "workloads"):
-            names = [row.workload] if row.workload is not None else section.workloads
+            names = [row.workload] if row.workload is not None else section.shown_workloads
+            others = [] if row.workload is not None else section.other_workloads
+            summed = max(
+                (
+                    int(
+                        max(
+                            np.sum([r.ready[w] for w in others], axis=0).max(),
+                            np.sum([r.desired[w] for w in others], axis=0).max(),
+                        )
+                    )
+                    for r in runs
+                    if r.has_samples and others and all(w in r.ready for w in others)
+                ),
+                default=0,
+            )
             top = max(
                 (
                     int(max(r.ready[w].max(), r.desired[w].max()))
@@ -439,6 +547,7 @@ def _set_limits(axes: Any, section: Section) -> None:
                 ),
                 default=1,
             )
+            top = max(top, summed)
             ax.set_ylim(0, max(top, 1) * (1.3 if row.kind == "workload" else 1.12) + 0.2)
         elif row.kind == "pending":
             top = max((int(r.pending.max()) for r in runs if r.has_samples), default=0)
@@ -479,6 +588,10 @@ def _legends(last: Sequence[Axes], section: Section) -> None:
     for ax, row in zip(last, section.rows, strict=True):
         if row.kind == "nodes":
             handles: list[Any] = [Patch(facecolor=section.palette[g], label=g) for g in section.groups]
+            if section.other_groups:
+                handles.append(
+                    Patch(facecolor=OTHERS_COLOR, label=f"others ({len(section.other_groups)} groups)")
+                )
             handles.append(
                 Patch(
                     facecolor="#dddddd",
@@ -494,9 +607,14 @@ def _legends(last: Sequence[Axes], section: Section) -> None:
             handles = []
             if row.kind == "workloads":
                 handles += [
-                    Line2D([], [], color=section.palette[w], linewidth=2.1, label=w)
-                    for w in section.workloads
+                    Line2D([], [], color=section.palette[w], linewidth=2.1, label=_short(w))
+                    for w in section.shown_workloads
                 ]
+                if section.other_workloads:
+                    n = len(section.other_workloads)
+                    handles.append(
+                        Line2D([], [], color=OTHERS_COLOR, linewidth=1.6, label=f"others ({n}, summed)")
+                    )
             handles += [
                 Line2D([], [], color=NEUTRAL, linewidth=2.1, label="Ready"),
                 Line2D([], [], color=NEUTRAL, linewidth=1.3, linestyle=(0, (4, 2.5)), label="desired"),
@@ -517,6 +635,11 @@ def _legends(last: Sequence[Axes], section: Section) -> None:
             )
 
 
+def _short(name: str, most: int = 24) -> str:
+    """A legend entry that never runs off the figure."""
+    return name if len(name) <= most else name[: most - 1] + "…"
+
+
 def _tint(color: str, amount: float) -> tuple[float, float, float]:
     r, g, b = mpl.colors.to_rgb(color)
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
@@ -527,45 +650,31 @@ def _shade(color: str, amount: float) -> tuple[float, float, float]:
     return (r * amount, g * amount, b * amount)
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:g} s"
-    minutes = seconds / 60.0
-    if minutes < 180:
-        return f"{minutes:.3g} min"
-    return f"{minutes / 60.0:.3g} h"
-
-
 def _run_summary(run: RunView) -> str:
-    data = run.data
-    groups: dict[str, Any] = data.get("node_groups", {})
-    added = sum(int(g.get("nodes_added", 0)) for g in groups.values())
-    removed = sum(int(g.get("nodes_removed", 0)) for g in groups.values())
-    parts = [f"{data.get('evictions', 0)} evicted", f"nodes +{added}/{MINUS}{removed}"]
-    cost = data.get("cost")
-    if isinstance(cost, int | float):
-        parts.append(f"${cost:.3f}")
+    result = run.result
+    added = sum(g.nodes_added for g in result.node_groups.values())
+    removed = sum(g.nodes_removed for g in result.node_groups.values())
+    parts = [f"{result.evictions} evicted", f"nodes +{added}/{MINUS}{removed}", money(result.cost)]
     return " · ".join(parts)
 
 
 def _workload_summary(run: RunView, w: str) -> str:
-    wd: dict[str, Any] = run.data.get("workloads", {}).get(w, {})
-    if not wd:
+    wd = run.result.workloads.get(w)
+    if wd is None:
         return ""
     parts: list[str] = []
-    ttr = wd.get("time_to_ready_s")
-    desired = int(wd.get("desired", 0))
+    ttr = wd.time_to_ready_s
+    desired = wd.desired
     if ttr is None:
         parts.append("never all Ready")
     elif ttr > 0:
-        parts.append(f"all Ready after {_duration(float(ttr))}")
-    low = wd.get("min_ready")
-    if isinstance(low, int) and low < desired:
+        parts.append(f"all Ready after {_duration(ttr)}")
+    low = wd.min_ready
+    if low is not None and low < desired:
         parts.append(f"dipped to {low}/{desired}")
-    short = float(wd.get("unavailable_replica_seconds", 0.0))
+    short = wd.unavailable_replica_seconds
     if short > 0:
         parts.append(f"{short:,.0f} replica·s short")
-    evicted = int(wd.get("evicted", 0))
-    if evicted:
-        parts.append(f"{evicted} evicted")
+    if wd.evicted:
+        parts.append(f"{wd.evicted} evicted")
     return " · ".join(parts) if parts else ("all Ready throughout" if desired else "")

@@ -11,7 +11,8 @@ from makeroom.errors import InputError, Problem
 from makeroom.sim.results import Result
 
 if TYPE_CHECKING:
-    from makeroom.report.figure import Section
+    from makeroom.report.figure import Palette, Section
+    from makeroom.report.series import RunView
 
 FORMATS = (".png", ".svg", ".html")
 BAD_SUFFIX = "expected a report path ending in .png, .svg or .html"
@@ -52,15 +53,36 @@ def render_demo(comparisons: Sequence[Sequence[Result]], path: Path) -> Path:
         elif fmt == ".svg":
             content = _svg(sections).encode("utf-8")
         else:
+            single = len(sections) == 1
             body = "\n".join(
-                html.section(_title(s), _svg([s]), c, prefix=f"s{i}-")
-                for i, (s, c) in enumerate(zip(sections, blocks, strict=True))
+                html.section(
+                    None if single else _title(s),
+                    [_svg([part]) for part in _parts(v, palette)],
+                    c,
+                    prefix=f"s{i}-",
+                )
+                for i, (s, v, c) in enumerate(zip(sections, views, blocks, strict=True))
             )
             content = html.page(_page_title(sections), body).encode("utf-8")
     # Written only once it is whole: a failure leaves no half-written picture behind.
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content)
     return path
+
+
+# Runs per figure on the page: two columns keep the text at its size on a laptop's screen; wider
+# screens put the figures of a scenario side by side.
+HTML_COLUMNS = 2
+
+
+def _parts(views: Sequence[RunView], palette: Palette) -> list[Section]:
+    """A scenario's runs as figures of HTML_COLUMNS runs each, sharing rows, y-axes and colours."""
+    from makeroom.report.figure import Section
+
+    return [
+        Section.of(views[i : i + HTML_COLUMNS], palette, peers=views, title=False)
+        for i in range(0, len(views), HTML_COLUMNS)
+    ]
 
 
 def _format_of(path: Path) -> str:
@@ -93,5 +115,5 @@ def _title(section: Section) -> str:
 
 def _page_title(sections: Sequence[Section]) -> str:
     if len(sections) == 1:
-        return f"makeroom: {_title(sections[0])}"
+        return f"makeroom: {_title(sections[0])}"  # the page's only heading: the scenario
     return "makeroom: relocation timelines"

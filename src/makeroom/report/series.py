@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -77,7 +76,7 @@ class RunView:
     desired: dict[str, IntArray]
     pending: IntArray
     marks: list[Mark]
-    data: dict[str, Any]
+    result: Result
 
     @property
     def has_samples(self) -> bool:
@@ -90,20 +89,18 @@ class RunView:
 
     @staticmethod
     def of(result: Result) -> RunView:
-        data = result.data
         samples = result.samples
-        group_names = dict.fromkeys(data.get("node_groups", {}))
-        wl_data: dict[str, Any] = data.get("workloads", {})
-        wl_names = dict.fromkeys(wl_data)
+        group_names = dict.fromkeys(result.node_groups)
+        wl_names = dict.fromkeys(result.workloads)
         for s in samples:  # groups or workloads that the samples know and the summary does not
             group_names.update(dict.fromkeys(s.nodes))
             wl_names.update(dict.fromkeys(s.desired))
         groups = list(group_names)
         names = list(wl_names)
-        priority = {w: int(wl_data.get(w, {}).get("priority", 0)) for w in names}
+        priority = {w: result.workloads[w].priority if w in result.workloads else 0 for w in names}
         first = {w: i for i, w in enumerate(names)}
         workloads = sorted(names, key=lambda w: (-priority[w], first[w]))
-        duration = float(data.get("duration_s", samples[-1].t if samples else 0.0))
+        duration = result.duration_s
 
         nodes = {g: _column(samples, "nodes", g) for g in groups}
         ready_nodes = {g: _column(samples, "ready_nodes", g) for g in groups}
@@ -113,8 +110,8 @@ class RunView:
         t = np.fromiter((s.t for s in samples), dtype=np.float64, count=len(samples))
 
         return RunView(
-            scenario=str(data.get("scenario", "")),
-            strategy=str(data.get("strategy", "")),
+            scenario=result.scenario,
+            strategy=str(result.strategy),
             duration_s=duration,
             groups=groups,
             workloads=workloads,
@@ -125,6 +122,6 @@ class RunView:
             ready=ready,
             desired=desired,
             pending=pending,
-            marks=aggregate(data.get("events", ()), duration, set(workloads), set(groups)),
-            data=data,
+            marks=aggregate(result.events, duration, set(workloads), set(groups)),
+            result=result,
         )

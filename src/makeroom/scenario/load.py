@@ -10,11 +10,17 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from makeroom.controller.config import Strategy
 from makeroom.errors import InputError, Problem, from_validation_error
 from makeroom.model import (
+    AutoscalerKind,
+    Disruption,
     DisruptionBudget,
+    InstanceType,
     Node,
+    NodeBudget,
     NodeGroup,
+    NodeSelectorRequirement,
     PodSpec,
     PreemptionPolicy,
     Resources,
@@ -24,6 +30,8 @@ from makeroom.model import (
     Workload,
 )
 from makeroom.model.fit import label_fit
+from makeroom.model.nodepool import NODES
+from makeroom.model.provisioning import node_labels
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
 from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
@@ -69,8 +77,12 @@ class Scenario:
         return self.spec.name
 
     @property
-    def strategy(self) -> str:
+    def strategy(self) -> Strategy:
         return self.spec.controller.strategy
+
+    @property
+    def autoscaler(self) -> AutoscalerKind:
+        return self.spec.autoscaler.kind
 
 
 def read_yaml(path: Path) -> Any:
@@ -110,11 +122,18 @@ def parse_scenario(data: Any, file: str) -> Scenario:
     problems = check_rules(spec)
     if problems:
         raise InputError(file, problems)
-    groups = tuple(to_node_group(g) for g in spec.node_groups)
+    groups = to_node_groups(spec.node_groups)
     workloads = tuple(to_workload(w) for w in spec.workloads)
     deployed = {e.deploy.name: to_workload(e.deploy) for e in spec.events if e.deploy is not None}
+    karpenter = spec.autoscaler.kind == AutoscalerKind.KARPENTER
     nodes = tuple(
-        Node(f"{g.name}-{i}", g.name, g.capacity, g.node_labels(), g.taints)
+        Node(
+            f"{g.name}-{i}",
+            g.name,
+            g.capacity,
+            node_labels(g, g.types()[0]) if karpenter else g.node_labels(),
+            g.taints,
+        )
         for g in groups
         for i in range(next(s.initial for s in spec.node_groups if s.name == g.name))
     )
@@ -139,6 +158,18 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             problems.append(
                 Problem(f"{where}.initial", f"expected initial <= max ({g.max}), got {g.initial}")
             )
+        problems += _check_pool(g, where)
+    problems += _check_types_agree(spec)
+    weighted = [i for i, g in enumerate(spec.node_groups) if g.weight is not None]
+    if weighted and len(weighted) < len(spec.node_groups):
+        unweighted = next(i for i, g in enumerate(spec.node_groups) if g.weight is None)
+        problems.append(
+            Problem(
+                f"node_groups[{unweighted}].weight",
+                "expected a weight on every group or on none (without weights, the list order is "
+                "the preference)",
+            )
+        )
     initial_nodes = {f"{g.name}-{i}" for g in spec.node_groups for i in range(g.initial)}
     node_pattern = re.compile(
         r"^(" + "|".join(re.escape(n) for n in sorted(group_names, key=len, reverse=True)) + r")-\d+$"
@@ -169,6 +200,59 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             )
     for i, e in enumerate(spec.events):
         problems += _check_event(e, f"events[{i}]", spec, live, node_pattern)
+    return problems
+
+
+def _check_pool(g: NodeGroupSpec, where: str) -> list[Problem]:
+    """The rules of a group's extensions for Karpenter: one description of its nodes, distinct
+    instance types, the node limit in max."""
+    problems: list[Problem] = []
+    given = "capacity" in g.model_fields_set
+    if not given and not g.instance_types:
+        problems.append(
+            Problem(f"{where}.capacity", "expected the allocatable of one node (or instance_types)")
+        )
+    if g.instance_types:
+        if given:
+            problems.append(
+                Problem(f"{where}.instance_types", "expected capacity or instance_types, not both")
+            )
+        if "price_per_hour" in g.model_fields_set:
+            problems.append(
+                Problem(
+                    f"{where}.price_per_hour",
+                    "expected the price on each of instance_types, not on the group",
+                )
+            )
+        seen: set[str] = set()
+        for j, it in enumerate(g.instance_types):
+            if it.name in seen:
+                problems.append(
+                    Problem(
+                        f"{where}.instance_types[{j}].name",
+                        f"expected a unique name, {it.name!r} is taken",
+                    )
+                )
+            seen.add(it.name)
+    if NODES in g.limits:
+        problems.append(Problem(f"{where}.limits.{NODES}", "expected the node limit as max, not in limits"))
+    return problems
+
+
+def _check_types_agree(spec: ScenarioSpec) -> list[Problem]:
+    """An instance type is the cloud's, not a pool's: two pools that list one name describe one type."""
+    problems: list[Problem] = []
+    seen: dict[str, tuple[str, dict[str, int], float]] = {}
+    for i, g in enumerate(spec.node_groups):
+        for j, it in enumerate(g.instance_types):
+            where = f"node_groups[{i}].instance_types[{j}]"
+            first = seen.setdefault(it.name, (where, dict(it.capacity), it.price_per_hour))
+            if first[0] != where and (first[1], first[2]) != (dict(it.capacity), it.price_per_hour):
+                problems.append(
+                    Problem(
+                        f"{where}.name", f"expected {it.name!r} described as at {first[0]}, or another name"
+                    )
+                )
     return problems
 
 
@@ -217,18 +301,45 @@ def _check_event(
     return problems
 
 
-def to_node_group(g: NodeGroupSpec) -> NodeGroup:
-    capacity = dict(g.capacity)
-    capacity.setdefault(PODS, DEFAULT_MAX_PODS * 1000)
+def to_node_groups(specs: list[NodeGroupSpec]) -> tuple[NodeGroup, ...]:
+    """The groups; without weights, the list order is the preference: the first gets weight 100,
+    the next 99, and so on (1 at the least)."""
+    weighted = any(g.weight is not None for g in specs)
+    return tuple(to_node_group(g, g.weight if weighted else max(1, 100 - i)) for i, g in enumerate(specs))
+
+
+def _allocatable(capacity: dict[str, int]) -> Resources:
+    out = dict(capacity)
+    out.setdefault(PODS, DEFAULT_MAX_PODS * 1000)
+    return Resources(out)
+
+
+def to_node_group(g: NodeGroupSpec, weight: int | None = None) -> NodeGroup:
+    types = tuple(
+        InstanceType(t.name, _allocatable(t.capacity), t.price_per_hour, dict(t.labels))
+        for t in g.instance_types
+    )
+    first = types[0] if types else None
     return NodeGroup(
         name=g.name,
-        capacity=Resources(capacity),
+        capacity=first.capacity if first is not None else _allocatable(g.capacity),
         labels=dict(g.labels),
         taints=tuple(Taint(t.key, t.value, TaintEffect(t.effect)) for t in g.taints),
         min=g.min,
         max=g.max,
-        price_per_hour=g.price_per_hour,
+        price_per_hour=first.price_per_hour if first is not None else g.price_per_hour,
         provision_time=g.provision_time,
+        weight=g.weight if weight is None else weight,
+        limits=Resources(dict(g.limits)),
+        instance_types=types,
+        requirements=tuple(
+            NodeSelectorRequirement(r.key, r.operator, tuple(r.values)) for r in g.requirements
+        ),
+        disruption=Disruption(
+            g.disruption.consolidation_policy,
+            g.disruption.consolidate_after,
+            tuple(NodeBudget(b.nodes, tuple(b.reasons)) for b in g.disruption.budgets),
+        ),
     )
 
 

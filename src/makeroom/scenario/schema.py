@@ -8,14 +8,38 @@ a scenario (``replica: 3``) would otherwise silently change what is simulated.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from makeroom.controller.config import (
+    ConsolidationConfig,
+    ControllerConfig,
+    Strategy,
+    default_of,
+    range_of,
+)
+from makeroom.model.nodepool import AutoscalerKind, ConsolidationPolicy
 from makeroom.model.quantity import QuantityError, parse_duration, parse_quantity
 
-STRATEGIES = ("none", "preemption", "evict", "migrate")
-EXPANDERS = ("least-waste", "priority", "price", "random")
+
+class Expander(StrEnum):
+    """How the simulated cluster-autoscaler picks the group to grow (as its ``--expander``)."""
+
+    LEAST_WASTE = "least-waste"  # the group whose new node wastes the least of its CPU and memory
+    PRIORITY = "priority"  # the first group in node_groups order
+    PRICE = "price"  # the cheapest group
+    RANDOM = "random"  # any group, from --seed
 
 
 def _quantity(value: object) -> int:
@@ -62,9 +86,56 @@ class TolerationSpec(Strict):
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
 
 
-class NodeGroupSpec(Strict):
-    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class InstanceTypeSpec(Strict):
+    """Extension (Karpenter): one instance type a pool may launch."""
+
+    name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")]
     capacity: dict[str, Quantity]
+    price_per_hour: Annotated[float, Field(ge=0)] = 0.0
+    labels: dict[str, str] = {}
+
+
+class RequirementSpec(Strict):
+    """Extension (Karpenter): a NodePool requirement (spec.template.spec.requirements)."""
+
+    key: Annotated[str, Field(min_length=1)]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = []
+
+
+def _budget_nodes(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) <= 100:
+        return value
+    raise ValueError(f"expected a whole number of nodes or a percentage such as 10%, got {value!r}")
+
+
+class BudgetSpec(Strict):
+    """Extension (Karpenter): one of spec.disruption.budgets (schedules are not modelled)."""
+
+    nodes: Annotated[int | str, BeforeValidator(_budget_nodes)] = "10%"
+    reasons: list[Literal["Empty", "Underutilized", "Drifted"]] = []
+
+
+def _never_or_duration(value: object) -> float | None:
+    return None if value == "Never" else _duration(value)
+
+
+class DisruptionSpec(Strict):
+    """Extension (Karpenter): a NodePool's spec.disruption; Karpenter's defaults."""
+
+    consolidation_policy: ConsolidationPolicy = ConsolidationPolicy.WHEN_EMPTY_OR_UNDERUTILIZED
+    consolidate_after: Annotated[float | None, BeforeValidator(_never_or_duration)] = 0.0
+    budgets: list[BudgetSpec] = [BudgetSpec()]
+
+
+class NodeGroupSpec(Strict):
+    name: Annotated[str, Field(min_length=1, pattern=_NAME)]
+    capacity: dict[str, Quantity] = {}  # spec v1 requires it; an extension: or instance_types instead
     labels: dict[str, str] = {}
     taints: list[TaintSpec] = []
     min: NonNegative = 0
@@ -72,12 +143,27 @@ class NodeGroupSpec(Strict):
     initial: NonNegative = 0
     price_per_hour: Annotated[float, Field(ge=0)] = 0.0
     provision_time: Duration = 120.0
+    # Extensions: what a Karpenter NodePool says besides (the cluster-autoscaler reads none of them)
+    weight: Annotated[int, Field(ge=1, le=100, strict=True)] | None = None
+    limits: dict[str, Quantity] = {}
+    instance_types: list[InstanceTypeSpec] = []
+    requirements: list[RequirementSpec] = []
+    disruption: DisruptionSpec = DisruptionSpec()
+
+
+class KarpenterSpec(Strict):
+    """Extension: the settings of Karpenter's controller (its flags), Karpenter's defaults."""
+
+    batch_idle_duration: Annotated[Duration, Field(gt=0)] = 1.0
+    batch_max_duration: Annotated[Duration, Field(gt=0)] = 10.0
 
 
 class AutoscalerSpec(Strict):
+    kind: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER  # extension: which autoscaler runs
+    karpenter: KarpenterSpec = KarpenterSpec()  # extension: read when kind is karpenter
     enabled: bool = True
     scan_interval: Annotated[Duration, Field(gt=0)] = 10.0
-    expander: Literal["least-waste", "priority", "price", "random"] = "least-waste"
+    expander: Expander = Expander.LEAST_WASTE
     scale_down_unneeded_time: Duration = 600.0
     scale_down_utilization_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
     expendable_pods_priority_cutoff: int = -10
@@ -163,24 +249,61 @@ class EventSpec(Strict):
 EVENT_KINDS = ("scale", "deploy", "delete", "remove_node", "cordon", "uncordon")
 
 
-class ConsolidationSpec(Strict):
-    """Extension: the consolidation pass of the relocation controller (cortex issue 1965)."""
+def _knob(config: type, name: str) -> AfterValidator:
+    """The range of one of the controller's knobs, as ControllerConfig defines it."""
+    limits = range_of(config, name)
 
-    enabled: bool = True
-    min_saving: Annotated[float, Field(ge=0, le=1)] = 0.2
-    max_moves: Annotated[int, Field(ge=1, strict=True)] = 10
-    window: Annotated[Duration, Field(gt=0)] = 600.0
-    wait: Annotated[Duration, Field(gt=0)] = 1800.0
+    def check(value: float) -> float:
+        message = limits.problem(float(value)) if limits is not None else None
+        if message is not None:
+            raise ValueError(message)
+        return value
+
+    return AfterValidator(check)
+
+
+_C, _K = ConsolidationConfig, ControllerConfig
+
+
+class ConsolidationSpec(Strict):
+    """Extension: the consolidation pass of the relocation controller (cortex issue 1965). Defaults and
+    ranges are ConsolidationConfig's."""
+
+    enabled: bool = default_of(_C, "enabled")
+    min_saving: Annotated[float, _knob(_C, "min_saving")] = default_of(_C, "min_saving")
+    max_moves: Annotated[int, Field(strict=True), _knob(_C, "max_moves")] = default_of(_C, "max_moves")
+    window: Annotated[Duration, _knob(_C, "window")] = default_of(_C, "window")
+    wait: Annotated[Duration, _knob(_C, "wait")] = default_of(_C, "wait")
+
+    def config(self) -> ConsolidationConfig:
+        return ConsolidationConfig(self.enabled, self.min_saving, self.max_moves, self.window, self.wait)
 
 
 class ControllerSpec(Strict):
-    strategy: Literal["none", "preemption", "evict", "migrate"] = "none"
-    # Extensions: the relocation controller's knobs (evict and migrate only).
-    interval: Annotated[Duration, Field(gt=0)] = 2.0
-    timeout: Annotated[Duration, Field(gt=0)] = 900.0
-    cooldown: Duration = 600.0
-    max_moves_in_flight: Annotated[int, Field(ge=1, strict=True)] = 20
+    strategy: Strategy = Strategy.NONE  # spec v1: without a controller section, no controller runs
+    # Extensions: the relocation controller's knobs (evict and migrate only); defaults and ranges are
+    # ControllerConfig's.
+    interval: Annotated[Duration, _knob(_K, "interval")] = default_of(_K, "interval")
+    timeout: Annotated[Duration, _knob(_K, "timeout")] = default_of(_K, "timeout")
+    cooldown: Annotated[Duration, _knob(_K, "cooldown")] = default_of(_K, "cooldown")
+    max_moves_in_flight: Annotated[int, Field(strict=True), _knob(_K, "max_moves_in_flight")] = default_of(
+        _K, "max_moves_in_flight"
+    )
     consolidation: ConsolidationSpec = ConsolidationSpec()
+
+    def config(self, strategy: Strategy, consolidate: bool | None = None) -> ControllerConfig:
+        """The controller's config for a run with ``strategy``; ``consolidate`` overrides the file's."""
+        consolidation = self.consolidation.config()
+        if consolidate is not None:
+            consolidation = replace(consolidation, enabled=consolidate)
+        return ControllerConfig(
+            strategy=strategy,
+            interval=self.interval,
+            timeout=self.timeout,
+            cooldown=self.cooldown,
+            max_moves_in_flight=self.max_moves_in_flight,
+            consolidation=consolidation,
+        )
 
 
 class ScenarioSpec(Strict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +42,36 @@ class GroupTrack:
     removed: int = 0
     node_seconds: float = 0.0
     last_t: float = 0.0
+    # Nodes of a pool priced otherwise than price_per_hour (by their instance type): the sum of their
+    # differences, and its integral over time. Zero for a group of identical nodes.
+    extra_price_per_hour: float = 0.0
+    extra_price_seconds: float = 0.0
 
     def advance(self, t: float) -> None:
         self.node_seconds += self.nodes * (t - self.last_t)
+        self.extra_price_seconds += self.extra_price_per_hour * (t - self.last_t)
         self.last_t = t
+
+    def cost(self) -> float:
+        """What the group's nodes cost until ``last_t``, in the unit of the prices."""
+        return (self.node_seconds / 3600.0) * self.price_per_hour + self.extra_price_seconds / 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """One entry of the result's ``events``: when, what kind, and the kind's own fields (pod, node,
+    group, workload, reason, ...), in the order they were recorded."""
+
+    t: float
+    kind: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str) -> Any:
+        """A field of the event, or None."""
+        return self.fields.get(key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": self.t, "kind": self.kind, **self.fields}
 
 
 @dataclass(slots=True)
@@ -63,7 +90,7 @@ class Recorder:
 
     workloads: dict[str, WorkloadTrack] = field(default_factory=dict)
     groups: dict[str, GroupTrack] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[TimelineEvent] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     evictions: int = 0
     keep_events: bool = True
@@ -72,7 +99,7 @@ class Recorder:
 
     def event(self, t: float, kind: str, **fields: Any) -> None:
         if self.keep_events:
-            self.events.append({"t": round(t, 3), "kind": kind, **fields})
+            self.events.append(TimelineEvent(round(t, 3), kind, fields))
 
     def advance(self, t: float) -> None:
         for w in self.workloads.values():

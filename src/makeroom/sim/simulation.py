@@ -6,26 +6,29 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from makeroom.controller.config import Strategy
+from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario
 from makeroom.scenario.load import to_workload
 from makeroom.scenario.schema import EventSpec
 from makeroom.sim.autoscaler import Autoscaler
 from makeroom.sim.clock import EventLoop, Phase
+from makeroom.sim.karpenter import Karpenter
 from makeroom.sim.recorder import Recorder
 from makeroom.sim.results import Result, summarize
 from makeroom.sim.scheduler import Scheduler
 from makeroom.sim.world import World
 
-BUILTIN_STRATEGIES = ("none", "preemption")  # the others need a controller, wired by the caller
 SAMPLES_PER_RUN = 4000  # enough for a picture; a 20-minute seed keeps every change
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    strategy: str = "none"
+    strategy: Strategy = Strategy.NONE  # evict and migrate need the controller, wired by the caller
     seed: int = 0
     keep_events: bool = True
     keep_samples: bool = True
+    autoscaler: AutoscalerKind | None = None  # None: the scenario's (autoscaler.kind)
 
 
 class Simulation:
@@ -41,17 +44,25 @@ class Simulation:
             resolution=scenario.spec.duration / SAMPLES_PER_RUN,
         )
         extra = {r for w in scenario.deployed.values() for r in w.spec.requests}
-        self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder)
         spec = scenario.spec
-        preempts = options.strategy == "preemption"
+        self.kind = options.autoscaler or spec.autoscaler.kind
+        self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder, self.kind)
+        preempts = options.strategy == Strategy.PREEMPTION
         self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
-        self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
+        self.autoscaler: Autoscaler | Karpenter
+        if self.kind == AutoscalerKind.KARPENTER:
+            self.autoscaler = Karpenter(self.world, spec.autoscaler.karpenter, spec.autoscaler.enabled)
+        else:
+            self.autoscaler = Autoscaler(self.world, spec.autoscaler, random.Random(options.seed))
         self._set_up()
 
     def _set_up(self) -> None:
         world = self.world
         for node in self.scenario.initial_nodes:
-            world.provision_node(node.group, ready=True)
+            group = world.state.groups[node.group]
+            # A pool's nodes are of an instance type: the first it lists
+            kind = group.types()[0] if self.kind == AutoscalerKind.KARPENTER else None
+            world.provision_node(node.group, ready=True, instance_type=kind)
         for w in self.scenario.workloads:
             world.deploy(w, announce=False)
         for workload, node_name in self.scenario.placement:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
-from makeroom.model import VICTIM_OF, Node, NodeGroup, Pod, Taint, Workload
+from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGroup, Pod, Taint, Workload
+from makeroom.model.provisioning import node_labels
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
 from makeroom.sim.recorder import GroupTrack, Recorder, WorkloadTrack
@@ -31,10 +33,11 @@ class World:
         extra_resources: set[str],
         loop: EventLoop,
         recorder: Recorder,
+        autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER,
     ) -> None:
         self.loop = loop
         self.rec = recorder
-        self.state = ClusterState(groups, workloads, extra_resources)
+        self.state = ClusterState(groups, workloads, extra_resources, autoscaler=autoscaler)
         self.workloads = self.state.workloads  # one dict: what the controller reads is what runs
         self.workloads.clear()
         self.pods_of: dict[str, dict[str, Pod]] = {}
@@ -44,6 +47,10 @@ class World:
         self.node_order: dict[str, int] = {}
         self._seq = 0
         self.on_change: list[Callable[[], None]] = []  # wakes the scheduler
+        self.on_pod_event: list[Callable[[str], None]] = []  # a pod bound to or leaving a node (by name)
+        self.instance_type: dict[str, InstanceType] = {}  # node -> its type, for nodes launched as one
+        self.custom: dict[tuple[str, str], dict[str, Any]] = {}
+        """Custom resources by (kind, name), as the API server stores them: makeroom's records."""
         self._reconciling: set[str] = set()
         for g in groups:
             recorder.groups[g.name] = GroupTrack(g.price_per_hour)
@@ -57,23 +64,40 @@ class World:
             wake()
 
     # --- nodes -------------------------------------------------------------------------------
-    def provision_node(self, group: str, ready: bool = False) -> Node:
-        """A node the cloud creates now; it joins Ready after the group's provision time."""
+    def provision_node(
+        self, group: str, ready: bool = False, instance_type: InstanceType | None = None
+    ) -> Node:
+        """A node the cloud creates now; it joins Ready after the group's provision time. A pool's
+        node is of one of its instance types: its allocatable, labels and price are the type's."""
         g = self.state.groups[group]
         name = f"{group}-{self._node_numbers[group]}"
         self._node_numbers[group] += 1
-        node = Node(name, group, g.capacity, g.node_labels(), g.taints, ready=ready, created_at=self.now)
+        if instance_type is None:
+            node = Node(name, group, g.capacity, g.node_labels(), g.taints, ready=ready, created_at=self.now)
+        else:
+            labels = node_labels(g, instance_type)
+            node = Node(
+                name, group, instance_type.capacity, labels, g.taints, ready=ready, created_at=self.now
+            )
+            self.instance_type[name] = instance_type
         self.state.add_node(node)
         self.node_order[name] = len(self.node_order)
         track = self.rec.groups[group]
         track.advance(self.now)
         track.nodes += 1
         track.peak = max(track.peak, track.nodes)
+        if instance_type is not None:
+            track.extra_price_per_hour += instance_type.price_per_hour - track.price_per_hour
         if ready:
             track.ready += 1
         else:
             track.added += 1
-            self.rec.event(self.now, "node_provisioning", node=name, group=group)
+            if instance_type is None:
+                self.rec.event(self.now, "node_provisioning", node=name, group=group)
+            else:
+                self.rec.event(
+                    self.now, "node_provisioning", node=name, group=group, instance_type=instance_type.name
+                )
             self.loop.after(g.provision_time, Phase.WORLD, lambda: self._node_ready(name))
         return node
 
@@ -99,6 +123,9 @@ class World:
         track = self.rec.groups[node.group]
         track.advance(self.now)
         track.nodes -= 1
+        launched = self.instance_type.pop(name, None)
+        if launched is not None:
+            track.extra_price_per_hour -= launched.price_per_hour - track.price_per_hour
         track.removed += 1
         if node.ready:
             track.ready -= 1
@@ -149,6 +176,8 @@ class World:
         self.state.bind(pod, node)
         pod.unschedulable_since = None
         self.rec.event(self.now, "pod_scheduled", pod=pod.name, node=node)
+        for hook in self.on_pod_event:
+            hook(node)
         key = pod.key
         self.loop.after(pod.spec.startup_time, Phase.WORLD, lambda: self._started(key, node))
 
@@ -185,6 +214,9 @@ class World:
         self._unready(pod)
         self.state.clear_nomination(pod)
         self.pending.pop(pod.key, None)
+        if pod.node is not None:
+            for hook in self.on_pod_event:
+                hook(pod.node)
         self.rec.event(self.now, reason, pod=pod.name, node=pod.node, workload=pod.workload)
         if pod.workload is not None:
             self.reconcile(pod.workload)

@@ -12,6 +12,8 @@ The groups file (YAML), order = preference (first is most preferred)::
                                                         #   the group has a node to copy it from
         labels: {node.kubernetes.io/instance-type: m5.xlarge}   # optional template labels
         taints: [{key: gpu, value: "true", effect: NoSchedule}] # optional template taints
+        instance_types:           # optional, for a Karpenter NodePool of this name: the types it may
+          - {name: g5.xlarge, capacity: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 1}, price_per_hour: 1.0}
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import yaml
 
 from makeroom.errors import InputError, Problem
-from makeroom.model import GROUP_LABEL, QuantityError, Resources, Taint, TaintEffect
+from makeroom.model import GROUP_LABEL, InstanceType, QuantityError, Resources, Taint, TaintEffect
 from makeroom.snapshot.quantities import quantity
 
 GROUP_LABELS = (
@@ -53,6 +55,7 @@ class GroupSpec:
     labels: Mapping[str, str] | None = None
     taints: tuple[Taint, ...] | None = None
     path: str = ""  # key path of the entry in its file, for messages
+    instance_types: tuple[InstanceType, ...] | None = None  # of a Karpenter NodePool
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ def parse_group_config(data: Any, file: str) -> GroupConfig:
         raise InputError(file, [Problem("groups", "expected a list of node groups under 'groups:'")])
     out: list[GroupSpec] = []
     seen: set[str] = set()
-    allowed = {"name", "min", "max", "price_per_hour", "capacity", "labels", "taints"}
+    allowed = {"name", "min", "max", "price_per_hour", "capacity", "labels", "taints", "instance_types"}
     for i, entry in enumerate(data["groups"]):
         where = f"groups[{i}]"
         if not isinstance(entry, Mapping):
@@ -141,11 +144,35 @@ def parse_group_config(data: Any, file: str) -> GroupConfig:
                 None if labels is None else {str(k): v for k, v in labels.items()},
                 taints,
                 where,
+                _instance_types(entry.get("instance_types"), f"{where}.instance_types", problems),
             )
         )
     if problems:
         raise InputError(file, problems)
     return GroupConfig(tuple(out), file)
+
+
+def _instance_types(value: Any, path: str, problems: list[Problem]) -> tuple[InstanceType, ...] | None:
+    """``instance_types`` of a groups entry: [{name, capacity, price_per_hour}]."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        problems.append(Problem(path, "expected a list of {name, capacity, price_per_hour}"))
+        return None
+    out = []
+    for i, t in enumerate(value):
+        name = t.get("name") if isinstance(t, Mapping) else None
+        if not isinstance(name, str) or not name:
+            problems.append(Problem(f"{path}[{i}].name", "expected the instance type's name"))
+            continue
+        price = t.get("price_per_hour", 0.0)
+        if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:
+            problems.append(Problem(f"{path}[{i}].price_per_hour", f"expected a number >= 0, got {price!r}"))
+            continue
+        capacity = _resources(t.get("capacity"), f"{path}[{i}].capacity", problems)
+        if capacity is not None:
+            out.append(InstanceType(name, capacity, float(price)))
+    return tuple(out)
 
 
 def _resources(value: Any, path: str, problems: list[Problem]) -> Resources | None:

@@ -18,6 +18,7 @@ from typing import Any
 from makeroom.errors import InputError, Problem
 from makeroom.model import (
     REPLICAS_OWNER,
+    AutoscalerKind,
     DisruptionBudget,
     Node,
     NodeGroup,
@@ -42,6 +43,8 @@ from makeroom.snapshot.groups import (
     parse_autoscaler_status,
     parse_taints,
 )
+from makeroom.snapshot.nodepools import KINDS as KARPENTER_KINDS
+from makeroom.snapshot.nodepools import Karpenter, pool_group, upcoming
 from makeroom.snapshot.quantities import quantity
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -140,6 +143,7 @@ class _Builder:
     deployments: dict[str, tuple[int | None, dict[str, str]]] = field(default_factory=dict)
     replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
+    karpenter: Karpenter = field(default_factory=Karpenter)  # NodePools and NodeClaims
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
@@ -169,6 +173,8 @@ class _Builder:
             self.autoscaler(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
             self.status = obj
+        elif kind in KARPENTER_KINDS:
+            self.karpenter.add(obj, where, self.problems.items)
         elif not isinstance(kind, str):
             self.problems.add(f"{where}.kind", "expected the object's kind (Node, Pod, ...)")
 
@@ -529,10 +535,16 @@ def _node_groups(b: _Builder, source: str) -> list[NodeGroup]:
     names: list[str] = []
     if config is not None:
         names += [g.name for g in config.groups]
-    names += sorted({n.group for n in b.nodes if n.group != UNGROUPED} - set(names))
+    pools = {p.name: p for p in b.karpenter.pools}
+    names += sorted(({n.group for n in b.nodes if n.group != UNGROUPED} | set(pools)) - set(names))
     out: list[NodeGroup] = []
     for name in names:
         members = [n for n in b.nodes if n.group == name]
+        if name in pools:  # a Karpenter NodePool says its own bounds
+            pool = pool_group(pools[name], members, b.karpenter.claims, config, b.problems.items)
+            if pool is not None:
+                out.append(pool)
+            continue
         spec = config.get(name) if config is not None else None
         bounds = bounds_for(name, status)
         lo = bounds.min if bounds is not None else (spec.min if spec is not None else None)
@@ -628,10 +640,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
         names.update(spec.requests)
     for g in groups:
         names.update(g.capacity)
-    state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)))
+    coming = upcoming(b.karpenter.claims, {g.name: g for g in groups}, {n.name for n in b.nodes})
+    kind = AutoscalerKind.KARPENTER if b.karpenter.pools else AutoscalerKind.CLUSTER_AUTOSCALER
+    state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)), autoscaler=kind)
     problems: list[Problem] = []
     seen_nodes: set[str] = set()
-    for n in b.nodes:
+    for n in [*b.nodes, *coming]:
         if n.name in seen_nodes:
             problems.append(Problem("", f"node {n.name!r} appears twice"))
             continue

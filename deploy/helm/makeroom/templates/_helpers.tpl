@@ -22,3 +22,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "makeroom.serviceAccountName" -}}
 {{- default (include "makeroom.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
+
+{{/* The namespaces each side of the scope is limited to (controller.namespaces counts for both), as
+JSON: an empty list is every namespace, and the side's permissions are then cluster-wide. */}}
+{{- define "makeroom.roomForNamespaces" -}}
+{{- concat .Values.controller.namespaces .Values.scope.roomFor.namespaces | uniq | toJson -}}
+{{- end -}}
+
+{{- define "makeroom.moveNamespaces" -}}
+{{- concat .Values.controller.namespaces .Values.scope.move.namespaces | uniq | toJson -}}
+{{- end -}}
+
+{{- define "makeroom.serviceAccountUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "makeroom.serviceAccountName" . }}
+{{- end -}}

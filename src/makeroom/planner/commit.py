@@ -1,0 +1,120 @@
+"""From a draft to the Plan users see: placements, moves and new nodes, each with the sentence that says
+why. Whatever search made the draft, the explanations are written here, the same way."""
+
+from __future__ import annotations
+
+from makeroom.planner.context import Context
+from makeroom.planner.options import Decision, Draft, NewNode
+from makeroom.planner.types import (
+    Move,
+    Placement,
+    PlacementReason,
+    Plan,
+    PlanStats,
+    Unplaceable,
+)
+
+
+def render(ctx: Context, draft: Draft, pending: int) -> Plan:
+    placements: list[Placement] = []
+    moves: list[Move] = []
+    unplaceable: list[Unplaceable] = []
+    seen: set[int] = set()  # new nodes some earlier decision put a pod on
+    for d in draft.decisions:
+        if d.reason is None:
+            assert d.unplaceable is not None
+            unplaceable.append(Unplaceable(d.pod, d.unplaceable))
+        elif d.reason is PlacementReason.RELOCATION:
+            placements.append(_relocation(ctx, draft, d, seen, moves))
+        else:
+            placements.append(_placement(ctx, draft, d, seen))
+    scale_ups: dict[str, int] = {}
+    for nn in draft.new_nodes:
+        scale_ups[nn.group] = scale_ups.get(nn.group, 0) + 1
+    rank = ctx.view.group_rank
+    stats = PlanStats(
+        moves=len(moves),
+        new_nodes=len(draft.new_nodes),
+        pending=pending,
+        nodes_examined=draft.nodes_examined,
+        exact=ctx.policy.exact,
+    )
+    return Plan(
+        tuple(placements),
+        tuple(moves),
+        dict(sorted(scale_ups.items(), key=lambda kv: rank.get(kv[0], 0))),
+        tuple(unplaceable),
+        stats,
+    )
+
+
+def _placement(ctx: Context, draft: Draft, d: Decision, seen: set[int]) -> Placement:
+    view = ctx.view
+    if d.reason is PlacementReason.FITS_NOW:
+        name = view.name(d.slot)
+        return Placement(d.pod, name, None, d.reason, detail=f"fits on {name} now")
+    if d.slot >= 0:
+        name = view.name(d.slot)
+        return Placement(
+            d.pod,
+            name,
+            None,
+            PlacementReason.NEW_NODE,
+            detail=f"{name} is being provisioned and will take it",
+        )
+    nn = draft.new_nodes[d.new_node]
+    if d.new_node in seen and not d.adds:
+        detail = f"fits on new {nn.group} node #{nn.index} that this plan adds already"
+    else:
+        detail = f"no relocation is cheaper than a new {nn.group} node"
+    seen.add(d.new_node)
+    return Placement(d.pod, None, nn.group, PlacementReason.NEW_NODE, nn.index, detail=detail)
+
+
+def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: list[Move]) -> Placement:
+    view = ctx.view
+    node_name = view.name(d.slot)
+    added: set[int] = set()
+    for v, dest in zip(d.victims, d.dests, strict=True):
+        if dest.slot >= 0:
+            to = view.name(dest.slot)
+            where = (
+                f"unclaimed room on {to}"
+                if view.ready[dest.slot]
+                else f"room on {to}, a node being provisioned"
+            )
+            to_node, to_group, index = to, None, None
+        else:
+            nn = draft.new_nodes[dest.new_node]
+            where = f"new {nn.group} node #{nn.index} (no unclaimed room elsewhere it may use)"
+            to_node, to_group, index = None, nn.group, nn.index
+            if dest.new_node not in seen:
+                added.add(dest.new_node)
+        why = f"makes room for {d.pod.name} on {node_name}; goes to {where}"
+        moves.append(Move(v, v.workload, node_name, to_node, to_group, why, d.pod, index))
+    seen.update(added)
+    versus = (
+        "a new node for it is not possible (every group it may use is at its max)"
+        if d.alternative is None
+        else f"a new node for it would cost ${d.alternative:.2f}/h"
+    )
+    cost = sum(_price(ctx, draft.new_nodes[j]) for j in added)
+    landing = (
+        "all to unclaimed room on other nodes"
+        if not added
+        else f"to {len(added)} new node(s) costing ${cost:.2f}/h"
+    )
+    turns = ctx.budgets.turns(d.victims)
+    paced = f"; their disruption budgets let them go in {turns} turns" if turns > 1 else ""
+    count = len(d.victims)
+    return Placement(
+        d.pod,
+        node_name,
+        None,
+        PlacementReason.RELOCATION,
+        detail=f"{count} lower-priority pod(s) move off {node_name}, {landing}; {versus}{paced}",
+    )
+
+
+def _price(ctx: Context, nn: NewNode) -> float:
+    return ctx.price(nn.group) if nn.price is None else nn.price

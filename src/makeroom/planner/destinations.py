@@ -1,0 +1,131 @@
+"""Destinations: where moved pods go. Unclaimed room on another node they may use (Ready, or being
+provisioned), room on a new node the plan adds, or a new node of the cheapest group they may use
+within its max, never of a group the pending pod could use nor where the autoscaler might grow one
+of those instead (planner/buying.py). A node that pods leave takes no moved
+pod (and, see the searches, a node moved pods reach gives up none): a plan never shuffles pods
+through a node it is emptying."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from makeroom.model import Pod, PodSpec
+from makeroom.model.resources import PODS, Vector
+from makeroom.planner.context import Context, Ledger
+from makeroom.planner.options import Dest, NewNode, Option, VictimClass
+
+
+def rooms_for(ctx: Context, ledger: Ledger, spec: PodSpec) -> npt.NDArray[np.intp]:
+    """Ready and upcoming nodes that take this spec with room for one pod now, best first: Ready
+    before upcoming, nodes of groups later in the order of preference after earlier ones (a stand-in
+    for nodes the pending pod cannot use), then the tightest fit. Nodes pods leave are left out."""
+    rooms = ledger.rooms.get(spec)
+    if rooms is None:
+        view = ctx.view
+        r = ctx.req(spec)
+        fit = np.all(ledger.free >= r, axis=1)
+        ready = view.static(spec) & fit
+        upcoming = ctx.upcoming(spec) & fit
+        slots = np.flatnonzero(ready | upcoming)
+        if ledger.sources:
+            slots = slots[~np.isin(slots, list(ledger.sources))]
+        dims = (r > 0) & (np.arange(len(r)) != view.state.index.position(PODS))
+        alloc = np.maximum(view.state.alloc[slots][:, dims], 1)
+        leftover = ((ledger.free[slots][:, dims] - r[dims]) / alloc).sum(axis=1)
+        order = np.lexsort((slots, leftover, view.slot_rank[slots], ~ready[slots]))
+        rooms = slots[order]
+        ledger.rooms[spec] = rooms
+    return rooms
+
+
+def existing_capacity(ctx: Context, ledger: Ledger, classes: Sequence[VictimClass], slot: int) -> list[int]:
+    """How many pods of each class existing rooms could take (each class alone, other than slot)."""
+    out = []
+    for c in classes:
+        cached = ledger.capacity.get(c.spec)
+        if cached is None:
+            rooms = rooms_for(ctx, ledger, c.spec)
+            dims = c.req > 0
+            per = np.min(ledger.free[rooms][:, dims] // c.req[dims], axis=1).clip(min=0)
+            cached = ledger.capacity[c.spec] = (rooms, per)
+        rooms, per = cached
+        out.append(int(per.sum() - per[rooms == slot].sum()))
+    return out
+
+
+def assign(
+    ctx: Context, ledger: Ledger, victims: list[Pod], source: int, p_groups: set[str]
+) -> Option | None:
+    """Greedy destinations, largest victim first (by its share of the source node); when that needs
+    new nodes, also largest-first by each resource the victims request, keeping the cheapest."""
+    reqs = [ctx.req(v.spec) for v in victims]
+    alloc = np.maximum(ctx.view.state.alloc[source], 1)
+    orders = [sorted(range(len(victims)), key=lambda i: (-float((reqs[i] / alloc).sum()), victims[i].key))]
+    best = assign_in_order(ctx, ledger, victims, orders[0], source, p_groups)
+    if best is not None and best.added == 0:
+        return best
+    if len(victims) > 1:
+        for dim in np.flatnonzero(np.any(np.stack(reqs) > 0, axis=0)):
+            order = sorted(range(len(victims)), key=lambda i: (-int(reqs[i][dim]), victims[i].key))
+            if order in orders:
+                continue
+            orders.append(order)
+            option = assign_in_order(ctx, ledger, victims, order, source, p_groups)
+            if option is not None and (
+                best is None or (round(option.cost, 9), option.added) < (round(best.cost, 9), best.added)
+            ):
+                best = option
+    return best
+
+
+def assign_in_order(
+    ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
+) -> Option | None:
+    """Destinations in this order: existing room first (best first), then the plan's new nodes, then
+    a new node of the cheapest group the victim may use, never one of a group P could use (nor one the
+    autoscaler might not give it: ``Context.buy``)."""
+    view = ctx.view
+    groups = view.state.groups
+    overlay: dict[int, Vector] = {}
+    new_nodes = [nn.copy() for nn in ledger.new_nodes]
+    sizes = dict(ledger.group_size)
+    cost = 0.0
+    added = 0
+    placed: dict[int, Dest] = {}
+    for i in order:
+        v = victims[i]
+        r = ctx.req(v.spec)
+        dest = None
+        for room_slot in rooms_for(ctx, ledger, v.spec):
+            s = int(room_slot)
+            if s == source:
+                continue
+            used = overlay.get(s)
+            room = ledger.free[s] if used is None else ledger.free[s] - used
+            if (room >= r).all():
+                overlay[s] = r.copy() if used is None else used + r
+                dest = Dest(slot=s)
+                break
+        if dest is None:
+            for j, nn in enumerate(new_nodes):
+                if nn.group not in p_groups and view.admits(v.spec, nn.group) and (nn.free >= r).all():
+                    nn.free = nn.free - r
+                    dest = Dest(new_node=j, group=nn.group)
+                    break
+        if dest is None:
+            bought = ctx.buy(v.spec, [g for g in groups if g not in p_groups], sizes, avoid=p_groups)
+            if bought is None:
+                return None
+            g = bought.group
+            sizes[g] += 1
+            index = sum(1 for nn in new_nodes if nn.group == g)
+            new_nodes.append(NewNode(g, index, bought.capacity - r, True, bought.capacity, bought.price))
+            cost += bought.price
+            added += 1
+            dest = Dest(new_node=len(new_nodes) - 1, group=g)
+        placed[i] = dest
+    dests = [placed[i] for i in range(len(victims))]
+    return Option(source, victims, dests, new_nodes, cost, added)

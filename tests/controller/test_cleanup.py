@@ -1,0 +1,66 @@
+"""``makeroom cleanup`` on the simulated cluster: stopped in the middle of a relocation or a
+consolidation, makeroom undoes everything it has under way and leaves nothing behind; a second pass
+finds nothing to do."""
+
+from __future__ import annotations
+
+import pytest
+
+from makeroom.controller import Controller, ControllerConfig, Strategy
+from makeroom.scenario import load_scenario
+from makeroom.sim import Options, Simulation
+from makeroom.sim.clock import Phase
+from makeroom.sim.port import SimCluster
+from tests.conftest import seed
+from tests.controller.support import leftovers
+
+
+@pytest.mark.parametrize(
+    ("n", "strategy", "at"),
+    [
+        (1, Strategy.MIGRATE, 63.0),  # surged, replacements coming
+        (1, Strategy.MIGRATE, 90.0),
+        (1, Strategy.EVICT, 70.0),  # victims leaving within their budget
+        (2, Strategy.MIGRATE, 150.0),  # waiting for the CPU node the autoscaler adds
+        (4, Strategy.MIGRATE, 20.0),  # a consolidation: node tainted, workloads surged
+    ],
+)
+def test_cleanup_in_the_middle_leaves_nothing_and_a_second_pass_does_nothing(
+    n: int, strategy: Strategy, at: float
+) -> None:
+    scenario = load_scenario(seed(n))
+    sim = Simulation(scenario, Options(strategy=strategy))
+    config = scenario.spec.controller.config(strategy)
+    port = SimCluster(sim.world)
+    controller = Controller(port, port, config)
+    running = [True]
+
+    def tick() -> None:
+        if running[0]:
+            controller.tick()
+
+    sim.every(config.interval, Phase.CONTROLLER, tick)
+    sim.run(until=at)
+    records = port.records()
+    assert records.relocations or records.consolidations, "nothing under way at that time"
+    assert leftovers(sim, scenario), "makeroom's marks are on the cluster mid-way"
+    running[0] = False  # the controller is stopped first (the chart's hook scales it to 0)
+
+    report = Controller(port, port, config).clean_up("makeroom is being removed")
+    assert report.actions > 0
+    leaving = {p.name for p in sim.world.state.pods.values() if p.terminating}  # go with their marks
+    assert [x for x in leftovers(sim, scenario) if x.split(":")[0].removeprefix("pod ") not in leaving] == []
+    assert Controller(port, port, config).clean_up("again").actions == 0
+
+    result = sim.run()  # the cluster goes on without makeroom: every workload back at its count
+    for name, w in result.data["workloads"].items():
+        assert w["ready_at_end"] <= w["desired"], name
+    assert leftovers(sim, scenario) == []
+
+
+def test_cleanup_of_a_clean_cluster_does_nothing() -> None:
+    scenario = load_scenario(seed(1))
+    sim = Simulation(scenario, Options(strategy=Strategy.MIGRATE))
+    port = SimCluster(sim.world)
+    report = Controller(port, port, ControllerConfig()).clean_up("nothing to do")
+    assert report.actions == 0 and report.rolled_back == []
