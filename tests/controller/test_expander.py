@@ -45,14 +45,26 @@ def _state_when_text_generator_waits(path: Path) -> Any:
     return sim.world.state
 
 
+SEARCHES = {  # (exact, joint): every search follows the rule (planner/buying.py)
+    "heuristic+joint": (False, True),
+    "heuristic": (False, False),
+    "exact-joint": (True, True),
+    "exact-per-pod": (True, False),
+}
+
+
+@pytest.mark.parametrize("search", list(SEARCHES))
 @pytest.mark.parametrize(
     ("expander", "relocates"), [("least-waste", False), ("random", False), ("priority", True)]
 )
 def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_priority_expander(
-    tmp_path: Path, expander: str, relocates: bool
+    tmp_path: Path, expander: str, relocates: bool, search: str
 ) -> None:
+    exact, joint = SEARCHES[search]
+    if exact and joint:
+        pytest.importorskip("ortools")
     state = _state_when_text_generator_waits(_seed2_gpu_may_grow(tmp_path, expander))
-    result = plan(state, Policy(expander=expander))
+    result = plan(state, Policy(expander=expander, exact=exact, joint=joint))
     (placement,) = result.placements
     if relocates:
         assert placement.reason is PlacementReason.RELOCATION and placement.node == "gpu-0"
