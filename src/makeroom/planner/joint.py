@@ -271,15 +271,7 @@ def _take(ctx: Context, ledger: Ledger, draft: Draft, pod: Pod, option: Option |
         return
     if option.victims:
         ledger.claim_relocation(ctx, option, req)
-        draft.decisions.append(
-            Decision(
-                pod,
-                PlacementReason.RELOCATION,
-                slot=option.slot,
-                victims=tuple(option.victims),
-                dests=tuple(option.dests),
-            )
-        )
+        draft.decisions.append(Decision.relocation(pod, option))
         return
     if option.slot >= 0 and ctx.view.ready[option.slot]:
         ledger.claim_slot(option.slot, req)

@@ -107,6 +107,18 @@ class Decision:
     alternative: float | None = None  # what a new node for the pod would cost (None: no group can grow)
     unplaceable: UnplaceableReason | None = None
 
+    @classmethod
+    def relocation(cls, pod: Pod, option: Option, alternative: float | None = None) -> Decision:
+        """``pod`` placed by the relocation ``option`` (its node, victims and their destinations)."""
+        return cls(
+            pod,
+            PlacementReason.RELOCATION,
+            slot=option.slot,
+            victims=tuple(option.victims),
+            dests=tuple(option.dests),
+            alternative=alternative,
+        )
+
 
 @dataclass(slots=True)
 class Draft:

@@ -79,16 +79,7 @@ class Sequential:
         draft.nodes_examined += outcome.examined
         if best is not None and (own is None or (best.cost, best.added) < (own.cost, own.added)):
             ledger.claim_relocation(ctx, best, req)
-            draft.decisions.append(
-                Decision(
-                    pod,
-                    PlacementReason.RELOCATION,
-                    slot=best.slot,
-                    victims=tuple(best.victims),
-                    dests=tuple(best.dests),
-                    alternative=None if own is None else own.cost,
-                )
-            )
+            draft.decisions.append(Decision.relocation(pod, best, None if own is None else own.cost))
         elif own is not None:
             draft.decisions.append(claim_own(ctx, ledger, pod, req, own))
         else:
