@@ -77,7 +77,7 @@ def _in_domains(placement: Placement, key: str, nodes: list[str]) -> Mask:
 def affinity_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Mask]]:
     """Per reason, in kube-scheduler's order, the node slots that fail it."""
     state = placement.state
-    size = len(state.alive)
+    size = placement.size
     out: list[tuple[FitFailure, Mask]] = []
     spec = pod.spec
     if spec.pod_affinity:
