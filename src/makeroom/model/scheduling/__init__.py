@@ -27,17 +27,18 @@ from makeroom.model.state import ClusterState, Mask
 __all__ = ["Placement", "blocking", "feasible", "filter_nodes", "pod_failures", "pod_mask"]
 
 
-def pod_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Mask]]:
+def pod_failures(placement: Placement, pod: Pod, itself: bool = False) -> list[tuple[FitFailure, Mask]]:
     """The filters that look at other pods, in kube-scheduler's order (NodePorts, PodTopologySpread,
-    InterPodAffinity); the pod itself is not counted where it stands."""
+    InterPodAffinity). The pod itself is not counted where it stands, unless ``itself`` (for a
+    replica of it that comes while it is still there, as under make-before-break)."""
     if not pod.spec.places_by_pods and not placement.any_anti_affine():
         return []
-    where = placement.without(pod)
+    where = placement if itself else placement.without(pod)
     return port_failures(where, pod) + spread_failures(where, pod) + affinity_failures(where, pod)
 
 
-def pod_mask(placement: Placement, pod: Pod) -> Mask | None:
-    failures = pod_failures(placement, pod)
+def pod_mask(placement: Placement, pod: Pod, itself: bool = False) -> Mask | None:
+    failures = pod_failures(placement, pod, itself)
     if not failures:
         return None
     ok = np.ones(placement.size, dtype=np.bool_)

@@ -78,7 +78,7 @@ def counts(
     selector = selector_of(c, pod)
     if selector is not None:
         for other, node in placement.matching(selector):
-            if other.namespace != pod.namespace or other.terminating or other.key == pod.key:
+            if other.namespace != pod.namespace or other.terminating:
                 continue
             slot = placement.slot(node)
             if eligible[slot]:
