@@ -108,10 +108,9 @@ def test_first_pod_of_a_self_affine_group_may_go_anywhere() -> None:
     assert set(verdicts(b, spec, labels={"app": "db"}).values()) == {FitFailure.POD_AFFINITY}
 
 
-def spread(max_skew: int = 1, **kw: object) -> PodSpec:
-    return PodSpec(
-        CPU, topology_spread=(TopologySpreadConstraint(max_skew, ZONE_LABEL, label_selector=WEB, **kw),)
-    )  # type: ignore[arg-type]
+def spread(max_skew: int = 1, min_domains: int | None = None) -> PodSpec:
+    c = TopologySpreadConstraint(max_skew, ZONE_LABEL, label_selector=WEB, min_domains=min_domains)
+    return PodSpec(CPU, topology_spread=(c,))
 
 
 def test_spread_max_skew() -> None:
