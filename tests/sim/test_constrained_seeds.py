@@ -12,7 +12,7 @@ import makeroom.examples
 from tests.conftest import cli_json
 
 EXAMPLES = Path(makeroom.examples.__file__).parent
-CONSTRAINED = ["seed-1-relocate-constrained.yaml", "seed-2-wait-for-cpu-node-constrained.yaml"]
+CONSTRAINED = ["constrained-seed-1-relocate.yaml", "constrained-seed-2-wait-for-cpu-node.yaml"]
 
 
 def simulate(name: str, strategy: str) -> Any:
