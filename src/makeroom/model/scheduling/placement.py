@@ -73,18 +73,16 @@ class Placement:
                 if node is not None:
                     yield pod, node
 
-    def anti_affine(self) -> Iterator[tuple[PodSpec, list[tuple[Pod, str]]]]:
-        """Placed pods with required anti-affinity, grouped by their spec."""
-        extra: dict[int, tuple[PodSpec, list[tuple[Pod, str]]]] = {}
+    def anti_affine(self) -> Iterator[tuple[PodSpec, Iterable[Pod]]]:
+        """Pods with required anti-affinity, grouped by their spec (``node_of`` says where each is:
+        a caller first checks whether the spec's terms can matter at all, which is cheap)."""
+        extra: dict[int, tuple[PodSpec, list[Pod]]] = {}
         for pod in self._extra():
-            node = self.node_of(pod)
-            if pod.spec.pod_anti_affinity and node is not None:
-                extra.setdefault(id(pod.spec), (pod.spec, []))[1].append((pod, node))
+            if pod.spec.pod_anti_affinity:
+                extra.setdefault(id(pod.spec), (pod.spec, []))[1].append(pod)
         for key, (spec, pods) in self.state.anti_affine.items():
-            placed = [(p, n) for p in pods.values() if (n := self.node_of(p)) is not None]
-            placed += extra.pop(key, (spec, []))[1]
-            if placed:
-                yield spec, placed
+            more = extra.pop(key, None)
+            yield spec, pods.values() if more is None else [*pods.values(), *more[1]]
         yield from extra.values()
 
     def with_ports(self) -> Iterator[tuple[Pod, str]]:
