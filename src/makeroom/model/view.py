@@ -228,19 +228,11 @@ class ClusterView:
         return mask
 
     # --- the rules that look at other pods (model.scheduling) -------------------------------------
-    @cached_property
-    def _replicas(self) -> dict[int, Pod]:
-        """One pod of each spec (replicas of a workload share spec, labels and namespace)."""
-        out: dict[int, Pod] = {}
-        for pod in self.state.pods.values():
-            out.setdefault(id(pod.spec), pod)
-        return out
-
     def _matters(self, spec: PodSpec) -> Pod | None:
         """A pod of the spec when other pods can restrict where pods of the spec go, else None."""
         if not spec.places_by_pods and not self.state.anti_affine:
             return None
-        return self._replicas.get(id(spec))
+        return self.state.pod_of_spec.get(id(spec))
 
     def others(self, spec: PodSpec) -> Mask | None:
         """Nodes where a pod of the spec passes the filters that look at other pods (inter-pod
