@@ -128,13 +128,9 @@ class DisruptionSpec(Strict):
     budgets: list[BudgetSpec] = [BudgetSpec()]
 
 
-# A label value (and a zone): up to 63 characters, alphanumeric at both ends, '-', '_', '.' inside.
-_LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
-# A label key: an optional DNS-subdomain prefix and '/', then a name as a label value (not empty).
-_LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-LabelKey = Annotated[str, Field(pattern=_LABEL_KEY)]
-LabelValue = Annotated[str, Field(pattern=_LABEL_VALUE)]
-Zone = Annotated[str, Field(min_length=1, pattern=_LABEL_VALUE)]
+LabelKey = Annotated[str, _rule(limits.label_key)]
+LabelValue = Annotated[str, _rule(limits.label_value)]
+Zone = Annotated[str, _rule(lambda v: limits.label_value(v, empty=False))]
 
 
 def _unique(values: list[str]) -> list[str]:
