@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from makeroom.model import (
@@ -16,9 +17,11 @@ from makeroom.model import (
     PodSpec,
     Resources,
     TopologySpreadConstraint,
+    UnsatisfiableAction,
     VolumeConstraint,
 )
 from makeroom.model.scheduling import Placement, filter_nodes, pod_mask
+from makeroom.model.scheduling.score import spread_score
 from tests.builders.state import CPU_NODE, StateBuilder
 
 WEB = LabelSelector((("app", "web"),))
@@ -206,3 +209,24 @@ def test_pods_without_constraints_cost_nothing() -> None:
     place(b, "n0")
     pod = b.pod("new", {}, spec=PodSpec(CPU), labels={"app": "web"})
     assert pod_mask(Placement(b.state), pod) is None
+
+
+def test_spread_score_system_defaults_prefer_the_emptier_zone_then_node() -> None:
+    b = cluster("aab")
+    place(b, "n0")
+    pod = b.pod("new", {}, spec=PodSpec(CPU), labels={"app": "web"})
+    counts = np.array([1, 0, 0] + [0] * (len(b.state.alive) - 3), dtype=np.int64)
+    scores = spread_score(Placement(b.state), pod, b.state.alive.copy(), counts)
+    assert scores[2] > scores[1] > scores[0]  # zone b is empty; n1 shares zone a with the replica
+
+
+def test_spread_score_own_schedule_anyway_constraint_and_missing_key() -> None:
+    b = cluster("ab")
+    b.node("g", name="bare")
+    place(b, "n0")
+    c = TopologySpreadConstraint(1, ZONE_LABEL, UnsatisfiableAction.SCHEDULE_ANYWAY, WEB)
+    pod = b.pod("new", {}, spec=PodSpec(CPU, topology_spread=(c,)), labels={"app": "web"})
+    scores = spread_score(Placement(b.state), pod, b.state.alive.copy(), None)
+    slot = b.state.slot_of
+    assert scores[slot["n1"]] > scores[slot["n0"]]
+    assert scores[slot["bare"]] == 0  # a node without the key is not scored
