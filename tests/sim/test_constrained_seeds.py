@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import makeroom.examples
 from tests.conftest import cli_json
@@ -49,3 +50,19 @@ def test_plan_sends_the_replica_to_the_free_node_of_its_own_zone() -> None:
 def test_plan_adds_a_node_in_the_zone_the_spread_allows() -> None:
     plan = cli_json("plan", EXAMPLES / CONSTRAINED[1])
     assert [(m["from_node"], m["to_new_node_group"]) for m in plan["moves"]] == [("gpu-0", "cpu")]
+
+
+def test_plan_names_the_constraint_that_blocks(tmp_path: Path) -> None:
+    raw = yaml.safe_load((EXAMPLES / CONSTRAINED[0]).read_text())
+    cpu, gpu = raw["node_groups"]
+    cpu.update(zones=["a"])  # every free node is in zone a
+    gpu.update(zones=["b"], min=1, max=1, initial=1)
+    iris = raw["workloads"][0]
+    iris.update(replicas=2, placement={"cpu": 1, "gpu": 1})
+    path = tmp_path / "blocked.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    plan = cli_json("plan", path)
+    assert plan["moves"] == []
+    (blocked,) = plan["unplaceable"]
+    assert blocked["reason"] == "constraint"
+    assert "topology spread on topology.kubernetes.io/zone, maxSkew 1" in blocked["blocked_by"]

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import PODS, Vector
-from makeroom.model.scheduling import Placement, pod_mask
+from makeroom.model.scheduling import Placement, blocking, pod_failures, pod_mask
 from makeroom.model.state import Mask
 from makeroom.planner.context import Context, Ledger
 from makeroom.planner.options import Dest, NewNode, Option, VictimClass
@@ -107,6 +107,30 @@ def exact_mask(
     return pod_mask(where, v, itself=ctx.policy.make_before_break)
 
 
+def refusal(
+    ctx: Context,
+    victims: list[Pod],
+    before: list[int],
+    placed: dict[int, Dest],
+    new_nodes: list[NewNode],
+    v: Pod,
+    slot: int,
+) -> str:
+    """Which constraint keeps ``v`` off the node (as ``exact_mask`` found), in words."""
+    view = ctx.view
+    virtual = virtual_nodes(ctx, new_nodes)
+    names = list(virtual)
+    moved: dict[str, str | None] = {}
+    for k in before:
+        dest = placed[k]
+        moved[victims[k].key] = view.name(dest.slot) if dest.slot >= 0 else names[dest.new_node]
+    where = Placement(view.state, moved, virtual)
+    for reason, bad in pod_failures(where, v, itself=ctx.policy.make_before_break):
+        if bad[slot]:
+            return f"{v.name} cannot go to {view.name(slot)}: {blocking(v, reason)} ({reason.value})"
+    return ""
+
+
 def assign_in_order(
     ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
 ) -> Option | None:
@@ -129,7 +153,11 @@ def assign_in_order(
         allowed = exact_mask(ctx, victims, order[: order.index(i)], placed, new_nodes, v)
         for room_slot in rooms_for(ctx, ledger, v.spec):
             s = int(room_slot)
-            if s == source or (allowed is not None and not allowed[s]):
+            if s == source:
+                continue
+            if allowed is not None and not allowed[s]:
+                if not ctx.blocked:
+                    ctx.blocked = refusal(ctx, victims, order[: order.index(i)], placed, new_nodes, v, s)
                 continue
             used = overlay.get(s)
             room = ledger.free[s] if used is None else ledger.free[s] - used
