@@ -104,7 +104,7 @@ def affinity_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, 
         out.append((FitFailure.POD_ANTI_AFFINITY, bad))
     if placement.any_anti_affine():
         bad = np.zeros(size, dtype=np.bool_)
-        for other_spec, owners in placement.anti_affine():
+        for other_spec, owners in placement.anti_affine(pod.labels):
             for t in other_spec.pod_anti_affinity:
                 if t.label_selector is None or not t.label_selector.matches(pod.labels):
                     continue  # the narrowed selector matches less still: no owner can match
