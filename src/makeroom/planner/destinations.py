@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import PODS, Vector
-from makeroom.model.scheduling import Placement, pod_mask, refusal
+from makeroom.model.scheduling import Placement, concerned, pod_mask, refusal
 from makeroom.planner.context import Context, Ledger
 from makeroom.planner.options import Dest, NewNode, Option, VictimClass
 from makeroom.planner.virtual import virtual_nodes
@@ -118,7 +118,7 @@ def assign_in_order(
         dest = None
         # the filters that look at other pods, exactly for this victim after the ones before it
         allowed = where = None
-        if view.others(v.spec) is not None:
+        if concerned(view.state, v):
             where = option_placement(ctx, victims, order[: order.index(i)], placed, new_nodes)
             allowed = pod_mask(where, v, itself=ctx.policy.make_before_break)
         for room_slot in rooms_for(ctx, ledger, v.spec):
