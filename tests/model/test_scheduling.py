@@ -19,9 +19,10 @@ from makeroom.model import (
     TopologySpreadConstraint,
     UnsatisfiableAction,
     VolumeConstraint,
+    WeightedPodAffinityTerm,
 )
 from makeroom.model.scheduling import Placement, filter_nodes, pod_mask
-from makeroom.model.scheduling.score import spread_score
+from makeroom.model.scheduling.score import affinity_score, spread_score
 from tests.builders.state import CPU_NODE, StateBuilder
 
 WEB = LabelSelector((("app", "web"),))
@@ -230,3 +231,18 @@ def test_spread_score_own_schedule_anyway_constraint_and_missing_key() -> None:
     slot = b.state.slot_of
     assert scores[slot["n1"]] > scores[slot["n0"]]
     assert scores[slot["bare"]] == 0  # a node without the key is not scored
+
+
+def test_affinity_score_preferred_terms_both_ways() -> None:
+    b = cluster("ab")
+    place(b, "n0", labels={"app": "cache"})
+    likes_cache = WeightedPodAffinityTerm(50, PodAffinityTerm(ZONE_LABEL, LabelSelector((("app", "cache"),))))
+    pod = b.pod("new", {}, spec=PodSpec(CPU, preferred_pod_affinity=(likes_cache,)), labels={"app": "web"})
+    scores = affinity_score(Placement(b.state), pod, b.state.alive.copy())
+    assert scores[b.state.slot_of["n0"]] == 100 and scores[b.state.slot_of["n1"]] == 0
+    # symmetric: a placed pod's preferred anti-affinity against the incoming pod's labels
+    avoids_web = WeightedPodAffinityTerm(10, PodAffinityTerm(ZONE_LABEL, WEB))
+    place(b, "n1", PodSpec(CPU, preferred_pod_anti_affinity=(avoids_web,)), labels={"app": "db"})
+    plain = b.pod("new", {}, spec=PodSpec(CPU), labels={"app": "web"})
+    scores = affinity_score(Placement(b.state), plain, b.state.alive.copy())
+    assert scores[b.state.slot_of["n0"]] == 100 and scores[b.state.slot_of["n1"]] == 0

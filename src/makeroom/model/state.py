@@ -83,6 +83,7 @@ class ClusterState:
         self.by_label: dict[str, dict[str, dict[str, Pod]]] = {}
         self.anti_affine: dict[int, tuple[PodSpec, dict[str, Pod]]] = {}
         self.with_ports: dict[str, Pod] = {}
+        self.affine: dict[str, Pod] = {}  # bound pods with pod affinity, or preferred (anti-)affinity
         self.pod_of_spec: dict[int, Pod] = {}  # one pod of each spec (id): its labels and namespace
         self.domain_cache: dict[object, object] = {}  # model.scheduling's per-node facts, until nodes change
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
@@ -234,6 +235,9 @@ class ClusterState:
             self.anti_affine.setdefault(id(pod.spec), (pod.spec, {}))[1][pod.key] = pod
         if pod.spec.host_ports:
             self.with_ports[pod.key] = pod
+        spec = pod.spec
+        if spec.pod_affinity or spec.preferred_pod_affinity or spec.preferred_pod_anti_affinity:
+            self.affine[pod.key] = pod
 
     def _unindex(self, pod: Pod) -> None:
         for key, value in pod.labels.items():
@@ -246,6 +250,7 @@ class ClusterState:
             if not entry[1]:
                 del self.anti_affine[id(pod.spec)]
         self.with_ports.pop(pod.key, None)
+        self.affine.pop(pod.key, None)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the name label the API server sets on every namespace."""

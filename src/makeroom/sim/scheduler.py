@@ -8,7 +8,7 @@ import numpy.typing as npt
 from makeroom.model import Pod
 from makeroom.model.resources import CPU, MEMORY
 from makeroom.model.scheduling import Placement, feasible
-from makeroom.model.scheduling.score import spread_score
+from makeroom.model.scheduling.score import affinity_score, spread_score
 from makeroom.model.state import Mask
 from makeroom.sim.clock import Phase
 from makeroom.sim.preemption import eligible_to_preempt, find_preemption
@@ -72,8 +72,9 @@ class Scheduler:
     def best(self, pod: Pod, mask: Mask) -> str:
         """The default profile's scores that differ between nodes for these pods, in integers as
         kube-scheduler computes them: NodeResourcesFit (weight 1) and NodeResourcesBalancedAllocation
-        (1) over cpu and memory, and PodTopologySpread (2), by the pod's ScheduleAnyway constraints or
-        the system defaults (a workload's replicas spread over nodes and zones). Ties go to
+        (1) over cpu and memory, PodTopologySpread (2), by the pod's ScheduleAnyway constraints or
+        the system defaults (a workload's replicas spread over nodes and zones), and InterPodAffinity
+        (2), by preferred (anti-)affinity. Ties go to
         the oldest node so that a run is reproducible (kube-scheduler picks one at random)."""
         state = self.world.state
         cols = [state.index.position(CPU), state.index.position(MEMORY)]
@@ -84,7 +85,8 @@ class Scheduler:
         fit = part.sum(axis=1) // len(cols)
         share = np.minimum(np.where(alloc > 0, used / safe, 0.0), 1.0)
         balanced = ((1.0 - np.abs(share[:, 0] - share[:, 1]) / 2) * 100).astype(np.int64)
-        score = np.where(mask, fit + balanced + 2 * self.spread(pod, mask), -1)
+        soft = 2 * self.spread(pod, mask) + 2 * affinity_score(Placement(state), pod, mask)
+        score = np.where(mask, fit + balanced + soft, -1)
         top = np.flatnonzero(score == score.max())
         oldest = state.node_at[int(top[np.argmin(state.order[top])])]
         assert oldest is not None

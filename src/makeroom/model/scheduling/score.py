@@ -1,5 +1,7 @@
-"""PodTopologySpread's score (ScheduleAnyway), as kube-scheduler's default profile gives it.
+"""The soft rules, as kube-scheduler's default profile scores them (each 0-100, weight 2 there):
+PodTopologySpread's (ScheduleAnyway) and InterPodAffinity's (preferred terms).
 
+PodTopologySpread:
 A pod with spread constraints of its own is scored by its ScheduleAnyway ones (nodes lacking one of
 their keys score 0); a pod of a controller without any, by the system defaults: at most a skew of 3 per
 hostname and 5 per zone over the pods of its workload, each counted only on nodes with the key. Per
@@ -14,7 +16,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model.objects import HOSTNAME_LABEL, ZONE_LABEL, Pod, UnsatisfiableAction
+from makeroom.model.objects import HOSTNAME_LABEL, ZONE_LABEL, Pod, PodAffinityTerm, UnsatisfiableAction
+from makeroom.model.scheduling.interpodaffinity import term_matches
 from makeroom.model.scheduling.placement import Placement
 from makeroom.model.scheduling.podtopologyspread import selector_of
 from makeroom.model.state import Mask
@@ -66,3 +69,53 @@ def spread_score(placement: Placement, pod: Pod, mask: Mask, workload_counts: Sc
     if hi == 0:
         return np.where(scored, 100, 0).astype(np.int64)
     return np.where(scored, 100 * (hi + lo - rounded) // hi, 0).astype(np.int64)
+
+
+HARD_POD_AFFINITY_WEIGHT = 1  # kube-scheduler's default: existing pods' required affinity counts too
+
+
+def affinity_score(placement: Placement, pod: Pod, mask: Mask) -> Scores:
+    """InterPodAffinity's normalised score: per topology domain, the weights of the incoming pod's
+    preferred affinity terms (minus its preferred anti-affinity) that placed pods match, and of placed
+    pods' preferred terms (and required affinity, weight 1) that the incoming pod matches; a node sums
+    the domains it is in, then scores are scaled to 0-100 between the lowest and the highest."""
+    size = len(mask)
+    state = placement.state
+    spec = pod.spec
+    raw = np.zeros(size, dtype=np.int64)
+    counted = False
+
+    def add(term: PodAffinityTerm, node: str, weight: int) -> None:
+        nonlocal counted
+        codes = placement.domains(term.topology_key)[:size]
+        value = codes[placement.slot(node)]
+        if value >= 0:
+            raw[codes == value] += weight
+            counted = True
+
+    for sign, weighted in ((1, spec.preferred_pod_affinity), (-1, spec.preferred_pod_anti_affinity)):
+        for w in weighted:
+            selector = w.term.label_selector
+            if selector is None:
+                continue
+            for other, node in placement.matching(selector):
+                if other.key != pod.key and term_matches(state, w.term, pod, other):
+                    add(w.term, node, sign * w.weight)
+    for other in list(state.affine.values()):
+        at = placement.node_of(other)
+        if at is None or other.key == pod.key:
+            continue
+        o = other.spec
+        for t in o.pod_affinity:
+            if term_matches(state, t, other, pod):
+                add(t, at, HARD_POD_AFFINITY_WEIGHT)
+        for sign, weighted in ((1, o.preferred_pod_affinity), (-1, o.preferred_pod_anti_affinity)):
+            for w in weighted:
+                if term_matches(state, w.term, other, pod):
+                    add(w.term, at, sign * w.weight)
+    if not counted or not mask.any():
+        return np.zeros(size, dtype=np.int64)
+    lo, hi = int(raw[mask].min()), int(raw[mask].max())
+    if hi == lo:
+        return np.zeros(size, dtype=np.int64)
+    return np.where(mask, 100 * (raw - lo) // (hi - lo), 0).astype(np.int64)
