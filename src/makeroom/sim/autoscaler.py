@@ -259,6 +259,9 @@ class Autoscaler:
             pods.append(pod)
         for same in _by_spec(pods):
             mask = state.static_mask(same[0].spec).copy()
+            others = pod_mask(Placement(state), same[0])  # its simulation runs those filters too
+            if others is not None:
+                mask &= others[: len(mask)]
             for gone in (*removing, node.name, *self.draining):
                 mask[state.slot_of[gone]] = False
             if fill(free, state.requests_of(same[0].spec), mask, len(same)) < len(same):
