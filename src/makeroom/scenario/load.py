@@ -24,6 +24,7 @@ from makeroom.model import (
     NodeBudget,
     NodeGroup,
     NodeSelectorRequirement,
+    Pod,
     PodAffinityTerm,
     PodSpec,
     PreemptionPolicy,
@@ -36,11 +37,11 @@ from makeroom.model import (
     Workload,
     limits,
 )
-from makeroom.model.fit import label_fit
+from makeroom.model.fit import FitFailure
 from makeroom.model.nodepool import NODES
 from makeroom.model.provisioning import node_labels
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
-from makeroom.model.scheduling import feasible
+from makeroom.model.scheduling import feasible, filter_nodes
 from makeroom.model.state import ClusterState
 from makeroom.scenario.files import read_yaml
 from makeroom.scenario.schema import AffinitySpec, EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
@@ -392,8 +393,6 @@ def place_initial(
     nodes: tuple[Node, ...],
 ) -> tuple[list[tuple[str, str]], list[Problem]]:
     """First-fit of each placement entry over its group's nodes in creation order."""
-    from makeroom.model.objects import Pod
-
     state = ClusterState(groups, workloads)
     for node in nodes:
         state.add_node(Node(node.name, node.group, node.allocatable, dict(node.labels), node.taints))
@@ -416,7 +415,7 @@ def place_initial(
                         Problem(
                             f"workloads[{i}].placement.{target}",
                             f"expected {count} pods to fit on {target}, only {n} do"
-                            + _why_not(w.spec, [state.nodes[c] for c in candidates]),
+                            + _why_not(state, pod, [c for c in candidates if c in state.nodes]),
                         )
                     )
                     break
@@ -426,8 +425,10 @@ def place_initial(
     return placed, problems
 
 
-def _why_not(spec: PodSpec, nodes: list[Node]) -> str:
+def _why_not(state: ClusterState, pod: Pod, nodes: list[str]) -> str:
     if not nodes:
         return " (the group has no initial nodes)"
-    failure = label_fit(spec, nodes[0].labels, nodes[0].taints)
-    return f" ({failure.value})" if failure else " (not enough free resources)"
+    failure = filter_nodes(state, pod)[nodes[0]]
+    if failure is None or failure is FitFailure.INSUFFICIENT:
+        return " (not enough free resources)"
+    return f" ({failure.value})"
