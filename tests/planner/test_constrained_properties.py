@@ -112,3 +112,14 @@ def test_every_move_keeps_the_replicas_apart_and_spread(policy: str, case: Case)
         return
     result = plan(b.state, POLICIES[policy])
     assert violations(b, result) == []
+
+
+def test_pending_replicas_that_fit_now_are_placed_apart() -> None:
+    b = StateBuilder([StateBuilder.group("cpu", CPU_NODE, 2)])
+    for i in range(2):
+        b.node("cpu", name=f"n{i}", labels={ZONE_LABEL: "ab"[i]})
+    for _ in range(2):
+        b.pod("api", {}, spec=API_SPEC, labels={"app": "api"})
+    result = plan(b.state, Policy())
+    assert sorted(p.node or "" for p in result.placements) == ["n0", "n1"]
+    assert result.unplaceable == ()

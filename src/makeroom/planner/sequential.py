@@ -15,10 +15,12 @@ import numpy as np
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import Vector
+from makeroom.model.scheduling import concerned, pod_mask
 from makeroom.planner.context import Context, Ledger, wants_room
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.options import Decision, Dest, Draft, NewNode, Option, Outcome
 from makeroom.planner.types import PlacementReason, UnplaceableReason
+from makeroom.planner.virtual import decided
 
 
 class RelocationSearch(Protocol):
@@ -55,6 +57,11 @@ class Sequential:
         req = ctx.req(pod.spec)
         ledger.touch()
         fits = view.fits(pod.spec, ledger.free)
+        if fits.any() and draft.decisions and concerned(view.state, pod):
+            # the pods placed before it count for its affinity, spreading and ports
+            exact = pod_mask(decided(ctx, draft.decisions, ledger.new_nodes), pod)
+            if exact is not None:
+                fits = fits & exact[: len(fits)]
         if fits.any():
             held = view.holds.get(pod.key)
             slot = held[0] if held is not None and fits[held[0]] else view.first(fits)
