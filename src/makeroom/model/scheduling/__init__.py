@@ -5,7 +5,11 @@
 - ``pod_mask(placement, pod)``: the node slots that pass the filters that look at other pods
   (InterPodAffinity, PodTopologySpread, NodePorts), under a placement that may have pods moved; None
   when none of them can fail for this pod (most pods: then callers keep their per-spec masks as is).
-- ``pod_failures(placement, pod)``: the same, as (reason, failing slots) in kube-scheduler's order.
+- ``pod_failures(placement, pod)``: the same, as (reason, failing slots) in kube-scheduler's order;
+  ``refusal`` says in words why one slot fails, ``blocking`` names the pod's own constraint.
+- ``feasible(state, pod)``: ``ClusterState.feasible`` (node rules, resources) and those filters, as the
+  simulator's scheduler uses it; ``concerned(state, pod)``: whether other pods can restrict the pod.
+- ``score``: the soft rules (PodTopologySpread's and InterPodAffinity's scores).
 
 The rules that read only the node (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
 VolumeBinding's PersistentVolume node affinity, VolumeZone) are ``model.fit.static_fit``, cached per
