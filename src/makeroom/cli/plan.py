@@ -26,7 +26,7 @@ from makeroom.cli.common import (
 from makeroom.cli.run import DEFAULT, LiveController
 from makeroom.controller import RELOCATING, ControllerConfig, Strategy
 from makeroom.controller.config import metadata_of
-from makeroom.controller.policy import plan_policy
+from makeroom.controller.policy import consolidation_policy, plan_policy
 from makeroom.controller.scope import Scope
 from makeroom.controller.sources import config_of_values, scope_of_values
 from makeroom.errors import InputError, Problem
@@ -34,7 +34,7 @@ from makeroom.model import limits
 from makeroom.model.expander import expander
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
-from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
+from makeroom.planner.consolidate import Consolidation
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.report.units import count, duration, per_hour
@@ -139,7 +139,7 @@ class Chosen:
     def sentence(self) -> str:
         c = self.config
         return (
-            f"planning as the controller would with {self.source}: strategy {c.strategy}, expander "
+            f"planned as the controller would with {self.source}: strategy {c.strategy}, expander "
             f"{c.autoscaler_expander}, at most {c.max_moves_in_flight} moves, cooldown "
             f"{duration(c.cooldown)}"
         )
@@ -343,7 +343,10 @@ def plan_cmd(
         )
         found = None
         if consolidate and not waiting:
-            found = planner_consolidate(state, ConsolidationPolicy(now=now))
+            found = planner_consolidate(
+                state,
+                consolidation_policy(chosen.config, now, pinned=chosen.scope.move.outside(state.pods, {})),
+            )
         if fmt.data:
             data = result.to_json()
             if consolidate:
@@ -353,12 +356,12 @@ def plan_cmd(
                     note(line)  # stderr: stdout holds only the plan object
             emit(data, fmt)
         else:
-            for line in (why, chosen.sentence()):
-                if line:
-                    say(line)
+            if why:
+                say(why)
             print_plan(result, origin)
             if found is not None:
                 print_consolidation(found)
+            say(chosen.sentence())
         return bool(result.stats.pending)
 
     if guarded(go):

@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 import yaml
 
-from makeroom.cli.app import app
+from makeroom.cli.app import ClickError, app
 from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import duration_text, metadata_of
@@ -149,16 +149,13 @@ def config_of_flags(
 def controller_of_args(args: list[str], where: str) -> tuple[ControllerConfig, Scope]:
     """The config and scope of a ``makeroom run`` started with these arguments (a Deployment's), parsed
     by ``run``'s own flags, defaults and checks."""
-    import click
     import typer.main
 
     group = typer.main.get_command(app)
-    assert isinstance(group, click.Group)
-    command = group.get_command(click.Context(group), "run")
-    assert command is not None
+    command = group.commands["run"]  # type: ignore[attr-defined]
     try:
         params = command.make_context("run", list(args)).params
-    except click.ClickException as exc:
+    except ClickError as exc:
         usage_error(f"{where}: {exc.format_message()}")
     p = params
     config = config_of_flags(

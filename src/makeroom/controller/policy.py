@@ -8,6 +8,7 @@ from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.scope import NamespaceLabels, Scope
 from makeroom.model.state import ClusterState
 from makeroom.planner import Policy
+from makeroom.planner.consolidate import ConsolidationPolicy
 
 EXACT_BUDGET = 2.0
 """The exact joint search's deterministic time limit (about seconds) in a controller's round: well
@@ -55,3 +56,25 @@ def plan_policy(
     labels = namespaces or {}
     skip = frozenset(p.key for p in state.pending() if scope.room_for.refuses(p, labels) is not None)
     return relocation_policy(config, now, skip=skip, pinned=scope.move.outside(state.pods, labels))
+
+
+def consolidation_policy(
+    config: ControllerConfig,
+    now: float,
+    *,
+    budget: int | None = None,
+    recently_moved: frozenset[str] = frozenset(),
+    pinned: frozenset[str] = frozenset(),
+    skip_nodes: frozenset[str] = frozenset(),
+) -> ConsolidationPolicy:
+    """The consolidation search's policy of a round: the config's cooldown, saving and move budget
+    (``budget``: what is left of it in the window; default all of it), and what the caller holds."""
+    return ConsolidationPolicy(
+        now=now,
+        cooldown=config.cooldown,
+        recently_moved=recently_moved,
+        max_moves=config.consolidation.max_moves if budget is None else budget,
+        min_saving=config.consolidation.min_saving,
+        skip_nodes=skip_nodes,
+        pinned=pinned,
+    )
