@@ -120,7 +120,8 @@ def _attempt(rng: random.Random, seed: int, varied: bool = False) -> Instance | 
     if varied:
         for name in budgets:
             if rng.random() < 0.3:
-                least: int | str = rng.choice(["50%", "80%", 2])
+                drawn = rng.choice(["50%", "80%", "2"])
+                least: int | str = int(drawn) if drawn.isdigit() else drawn
                 budgets[name] = DisruptionBudget(min_available=least)
     workloads = [
         Workload(name, spec, 0, pdb=budgets[name] if rng.random() < 0.5 else None) for name, spec in shapes
