@@ -24,6 +24,7 @@ from makeroom.sim.port import SimCluster
 from makeroom.sim.runs import attach_controller
 from tests.conftest import seed
 from tests.controller.support import leftovers
+from tests.controller.test_compose import group, text_generator
 
 INTERVAL = ControllerConfig().interval
 
@@ -131,21 +132,6 @@ SHAPES = {
 BUDGETS = [None, {"max_unavailable": 1}, {"min_available": "50%"}, {"max_unavailable": 0}]
 
 
-def _group(name: str, initial: int, most: int, gpu: bool) -> dict[str, Any]:
-    capacity: dict[str, Any] = {"cpu": "4", "memory": "16Gi", "pods": 110}
-    if gpu:
-        capacity["nvidia.com/gpu"] = 1
-    return {
-        "name": name,
-        "capacity": capacity,
-        "min": 0,
-        "max": most,
-        "initial": initial,
-        "price_per_hour": 0.53 if gpu else 0.17,
-        "provision_time": "4m" if gpu else "3m",
-    }
-
-
 @st.composite
 def clusters(draw: st.DrawFn) -> dict[str, Any]:
     """A CPU group and a GPU group, APIs of varied request shapes (on GPU nodes too) under varied
@@ -183,27 +169,18 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
             w["pdb"] = budget
         apis.append(w)
     first = draw(st.integers(1, gpu_nodes + 1))
-    events = [{"at": "1m", "scale": {"workload": "model", "replicas": first}}]
+    scale = [("1m", first)]
     if draw(st.booleans()):
-        events.append(
-            {"at": draw(st.sampled_from(["5m", "12m"])), "scale": {"workload": "model", "replicas": 0}}
-        )
-    model = {
-        "name": "model",
-        "replicas": 0,
-        "priority": 1000,
-        "preemption_policy": "Never",
-        "requests": {"cpu": "3", "memory": "12Gi", "nvidia.com/gpu": 1},
-        "startup_time": "60s",
-    }
+        scale.append((draw(st.sampled_from(["5m", "12m"])), 0))
+    model, events = text_generator(scale)
     return {
         "version": 1,
         "name": "generated",
         "duration": "25m",
         "autoscaler": {"scale_down_unneeded_time": "2m", "scale_down_delay_after_add": "2m"},
         "node_groups": [
-            _group("cpu", cpu_nodes, cpu_nodes + draw(st.integers(0, 2)), gpu=False),
-            _group("gpu", gpu_nodes, gpu_nodes + draw(st.integers(0, 1)), gpu=True),
+            group("cpu", cpu_nodes, cpu_nodes + draw(st.integers(0, 2))),
+            group("gpu", gpu_nodes, gpu_nodes + draw(st.integers(0, 1)), gpu=True),
         ],
         "workloads": [*apis, model],
         "events": events,
