@@ -199,3 +199,19 @@ def test_on_the_issue_s_scenario_plan_buys_the_cpu_node_as_the_controller_does()
     assert (
         replace(ControllerConfig(), autoscaler_expander=Expander.PRIORITY).autoscaler_expander == "priority"
     )
+
+
+def test_plan_says_which_configuration_it_planned_with(tmp_path: Path) -> None:
+    """The chart's values win over the scenario's sections, and the flags over both."""
+    values: dict[str, Any] = yaml.safe_load(CHART_VALUES.read_text())  # expander least-waste
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    result = cli("plan", ISSUE, "--values", str(path))
+    assert result.exit_code == 3
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"planned as the controller would with {path}: strategy migrate, expander least")
+    assert "place model-0 on a new gpu node" in result.stdout  # the rival caution of least-waste
+    flagged = cli("plan", ISSUE, "--values", str(path), "--autoscaler-expander", "price", "--json")
+    data = yaml.safe_load(flagged.stdout)
+    assert data["scale_ups"] == {"cpu": 1}  # under price the CPU node is the expander's choice
+    assert "expander price" in flagged.stderr
