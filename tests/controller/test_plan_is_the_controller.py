@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 import yaml
 
 from makeroom.cli.run import controller_of_args, controller_of_deployments
@@ -215,3 +216,13 @@ def test_plan_says_which_configuration_it_planned_with(tmp_path: Path) -> None:
     data = yaml.safe_load(flagged.stdout)
     assert data["scale_ups"] == {"cpu": 1}  # under price the CPU node is the expander's choice
     assert "expander price" in flagged.stderr
+
+
+@pytest.mark.parametrize("arg", ["--interval=0s", "--bogus", "--strategy=none"])
+def test_a_deployment_s_argument_run_would_refuse_is_named_with_the_deployment(
+    arg: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(typer.Exit) as exit_:
+        controller_of_args([arg], "the Deployment makeroom/makeroom")
+    assert exit_.value.exit_code == 2
+    assert capsys.readouterr().err.startswith("makeroom: the Deployment makeroom/makeroom: ")

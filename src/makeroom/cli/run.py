@@ -119,30 +119,32 @@ def config_of_flags(
     consolidation: tuple[bool, float, int],
     consolidation_times: tuple[str, str],
     autoscaler_expander: str,
+    where: str = "",
 ) -> ControllerConfig:
     """The controller's config from ``makeroom run``'s flags; a value out of range ends the command
-    with the flag's name (status 2)."""
+    with the flag's name (status 2), after ``where`` the flags came from (a Deployment's)."""
+    at = f"{where}: " if where else ""
     if strategy not in RELOCATING:
-        usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
+        usage_error(f"{at}--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
     enabled, min_saving, most = consolidation
     window, wait = consolidation_times
     config = ControllerConfig(
         strategy=Strategy(strategy),
-        interval=_seconds("--interval", interval),
-        timeout=_seconds("--timeout", timeout),
-        cooldown=_seconds("--cooldown", cooldown),
+        interval=_seconds(at + "--interval", interval),
+        timeout=_seconds(at + "--timeout", timeout),
+        cooldown=_seconds(at + "--cooldown", cooldown),
         max_moves_in_flight=max_moves,
         consolidation=ConsolidationConfig(
             enabled=enabled,
             min_saving=min_saving,
             max_moves=most,
-            window=_seconds("--consolidation-window", window),
-            wait=_seconds("--consolidation-wait", wait),
+            window=_seconds(at + "--consolidation-window", window),
+            wait=_seconds(at + "--consolidation-wait", wait),
         ),
-        autoscaler_expander=_checked("--autoscaler-expander", expander, autoscaler_expander),
+        autoscaler_expander=_checked(at + "--autoscaler-expander", expander, autoscaler_expander),
     )
     for problem in config.problems():
-        usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
+        usage_error(f"{at}{metadata_of(problem.path)['flag']}: {problem.message}")
     return config
 
 
@@ -167,6 +169,7 @@ def controller_of_args(args: list[str], where: str) -> tuple[ControllerConfig, S
         (p["consolidate"], p["consolidation_min_saving"], p["consolidation_max_moves"]),
         (p["consolidation_window"], p["consolidation_wait"]),
         p["autoscaler_expander"],
+        where,
     )
     scope = scope_from_flags(
         p["namespace"] or [],
