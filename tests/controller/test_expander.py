@@ -4,9 +4,10 @@ A moved replica that waits for a new node is helped by the cluster-autoscaler li
 and its expander, not makeroom's plan, picks the group. In seed-2 with a GPU group that may grow, a CPU
 group and a GPU group of one shape waste the same for an iris replica, and least-waste (the default)
 breaks the tie at random: the autoscaler could buy a GPU node for a moved replica. The planner counts
-on a new node for moved replicas only when the expander is priority with their group first; otherwise
-it does not relocate for the pod at all (then the autoscaler buys the pending pod's node, as without
-makeroom).
+on a new node for moved replicas only where the expander surely picks their group (priority with their
+group's priority highest, price with their group scoring lowest: a GPU group never wins a CPU
+replica there); otherwise it does not relocate for the pod at all (then the autoscaler buys the
+pending pod's node, as without makeroom).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from makeroom.controller import Strategy
 from makeroom.examples import __file__ as _examples
 from makeroom.model import Expander
+from makeroom.model.expander import group_priorities
 from makeroom.planner import PlacementReason, Policy, plan
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
@@ -56,9 +58,10 @@ SEARCHES = {  # (exact, joint): every search follows the rule (planner/buying.py
 
 @pytest.mark.parametrize("search", list(SEARCHES))
 @pytest.mark.parametrize(
-    ("expander", "relocates"), [("least-waste", False), ("random", False), ("priority", True)]
+    ("expander", "relocates"),
+    [("least-waste", False), ("random", False), ("priority", True), ("price", True)],
 )
-def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_priority_expander(
+def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_where_the_expander_picks_it(
     tmp_path: Path, expander: str, relocates: bool, search: str
 ) -> None:
     exact, joint = SEARCHES[search]
@@ -77,7 +80,7 @@ def test_planner_counts_on_a_new_cpu_node_for_moved_replicas_only_with_the_prior
 
 
 @pytest.mark.parametrize("strategy", ["evict", "migrate"])
-@pytest.mark.parametrize("expander", ["least-waste", "priority"])
+@pytest.mark.parametrize("expander", ["least-waste", "priority", "price"])
 def test_moved_replicas_never_grow_the_gpu_group(tmp_path: Path, expander: str, strategy: str) -> None:
     path = _seed2_gpu_may_grow(tmp_path, expander)
     for seed in SEEDS:  # least-waste's ties are broken by the seeded random choice
@@ -87,7 +90,7 @@ def test_moved_replicas_never_grow_the_gpu_group(tmp_path: Path, expander: str, 
         for e in gpu_scale_ups:
             assert e["pods"] == ["text-generator-0"], f"seed {seed}: a GPU node for {e['pods']}"
         tg = [p["node"] for p in result["pods"] if p["workload"] == "text-generator"]
-        if expander == "priority":
+        if expander in ("priority", "price"):
             assert not gpu_scale_ups and tg == ["gpu-0"], f"seed {seed}: relocated onto gpu-0"
         else:
             assert len(gpu_scale_ups) == 1 and tg == ["gpu-1"], f"seed {seed}: as without makeroom"
@@ -110,3 +113,26 @@ def test_a_node_coming_up_tainted_not_ready_still_takes_the_pending_pod(tmp_path
     result = plan(sim.world.state, Policy(expander=Expander.PRIORITY))
     (placement,) = result.placements
     assert placement.node == "gpu-1" and not result.moves
+
+
+@pytest.mark.parametrize(
+    ("rules", "relocates"),
+    [
+        ({10: ["cpu"], 5: ["gpu"]}, True),  # the CPU group above: a CPU node for the moved replicas
+        ({10: ["gpu"], 5: ["cpu"]}, False),  # the GPU group above: it would grow for them
+        ({10: ["cpu", "gpu"]}, False),  # a tie goes either way
+        ({10: ["^g"]}, False),  # the CPU group unmatched: passed over while the GPU group matches
+        ({10: ["c.u"]}, True),  # the GPU group unmatched: the CPU group wins
+    ],
+)
+def test_the_priority_expander_s_configured_priorities_decide(
+    tmp_path: Path, rules: dict[int, list[str]], relocates: bool
+) -> None:
+    """On a live cluster the priorities are the cluster-autoscaler-priority-expander ConfigMap's,
+    not the groups' order (regular expressions found in the name, highest priority wins)."""
+    state = _state_when_text_generator_waits(_seed2_gpu_may_grow(tmp_path, "priority"))
+    state.expander_priorities = group_priorities(rules, state.groups)
+    result = plan(state, Policy(expander=Expander.PRIORITY))
+    (placement,) = result.placements
+    assert (placement.reason is PlacementReason.RELOCATION) is relocates
+    assert placement.new_node_group == (None if relocates else "gpu")

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from makeroom.controller import ControllerConfig, Strategy
 from makeroom.controller.relocator import HANDS_OFF, STUCK_GRACE
@@ -21,6 +24,7 @@ from makeroom.sim.port import SimCluster
 from makeroom.sim.runs import attach_controller
 from tests.conftest import seed
 from tests.controller.support import leftovers
+from tests.controller.test_compose import group, text_generator
 
 INTERVAL = ControllerConfig().interval
 
@@ -117,3 +121,80 @@ def test_a_pod_rolled_back_is_left_to_the_autoscaler_for_a_while() -> None:
     first._hands_off("default/x", 100.0)
     again = controller.steps.retry[RetryKey.hands_off("default/x")]
     assert again.at == 100.0 + 2 * HANDS_OFF and again.attempts == 2
+
+
+# --- never worse than none, for every strategy (issue 22, item 4) -----------------------------------
+SHAPES = {
+    "small": {"cpu": "400m", "memory": "1Gi"},
+    "cpu-heavy": {"cpu": "1500m", "memory": "2Gi"},
+    "memory-heavy": {"cpu": "500m", "memory": "5Gi"},
+}
+BUDGETS = [None, {"max_unavailable": 1}, {"min_available": "50%"}, {"max_unavailable": 0}]
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> dict[str, Any]:
+    """A CPU group and a GPU group, APIs of varied request shapes (on GPU nodes too) under varied
+    budgets, GPU pods that arrive and leave, and the autoscaler's scale-down on."""
+    cpu_nodes = draw(st.integers(1, 2))
+    gpu_nodes = draw(st.integers(1, 3))
+    nodes = [f"cpu-{i}" for i in range(cpu_nodes)] + [f"gpu-{i}" for i in range(gpu_nodes)]
+    apis: list[dict[str, Any]] = []
+    # what the APIs may take per node (milli-CPU, GiB), leaving a GPU pod's 3 CPUs and 12 GiB possible
+    left = {n: [3500, 15] for n in nodes}
+    for a in range(draw(st.integers(1, 3))):
+        shape = draw(st.sampled_from(sorted(SHAPES)))
+        cpu, mem = {"small": (400, 1), "cpu-heavy": (1500, 2), "memory-heavy": (500, 5)}[shape]
+        placement = {}
+        for n in nodes:
+            most = min(3, left[n][0] // cpu, left[n][1] // mem)
+            k = draw(st.integers(1 if n == "gpu-0" and a == 0 and most else 0, most))
+            left[n][0] -= k * cpu
+            left[n][1] -= k * mem
+            if k:
+                placement[n] = k
+        if not placement:
+            continue
+        w: dict[str, Any] = {
+            "name": f"api-{a}",
+            "replicas": sum(placement.values()),
+            "priority": draw(st.sampled_from([10, 100, 100, 500])),
+            "requests": SHAPES[shape],
+            "startup_time": "20s",
+            "termination_grace": "30s",
+            "placement": placement,
+        }
+        budget = draw(st.sampled_from(BUDGETS))
+        if budget is not None:
+            w["pdb"] = budget
+        apis.append(w)
+    first = draw(st.integers(1, gpu_nodes + 1))
+    scale = [("1m", first)]
+    if draw(st.booleans()):
+        scale.append((draw(st.sampled_from(["5m", "12m"])), 0))
+    model, events = text_generator(scale)
+    return {
+        "version": 1,
+        "name": "generated",
+        "duration": "25m",
+        "autoscaler": {"scale_down_unneeded_time": "2m", "scale_down_delay_after_add": "2m"},
+        "node_groups": [
+            group("cpu", cpu_nodes, cpu_nodes + draw(st.integers(0, 2))),
+            group("gpu", gpu_nodes, gpu_nodes + draw(st.integers(0, 1)), gpu=True),
+        ],
+        "workloads": [*apis, model],
+        "events": events,
+    }
+
+
+@pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
+@settings(max_examples=15, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=clusters())
+def test_never_fewer_ready_replicas_than_none(strategy: Strategy, data: dict[str, Any]) -> None:
+    """Every workload ends with at least as many Ready replicas as under none, whatever the strategy,
+    request shapes, budgets and the autoscaler's scale-down."""
+    made = run(data, strategy)[2]
+    none = run(data, Strategy.NONE)[2]
+    for name, w in made["workloads"].items():
+        base = none["workloads"][name]
+        assert w["ready_at_end"] >= base["ready_at_end"], (strategy, name, w, base, data)

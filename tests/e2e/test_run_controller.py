@@ -59,7 +59,7 @@ def test_chart_rbac_is_least_privilege(tmp_path: Path) -> None:
     }
     assert ("", "pods/eviction", "create") in granted and ("apps", "deployments/scale", "patch") in granted
     (cm_rule,) = [r for r in rules if "configmaps" in r["resources"]]
-    assert cm_rule["resourceNames"] == ["cluster-autoscaler-status"]
+    assert cm_rule["resourceNames"] == ["cluster-autoscaler-status", "cluster-autoscaler-priority-expander"]
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     spec = deployment["spec"]
     assert spec["replicas"] == 2 and "--leader-elect" in spec["template"]["spec"]["containers"][0]["args"]

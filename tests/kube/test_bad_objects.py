@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from makeroom.kube.cache import PRIORITIES
 from makeroom.snapshot.fields import UNFIT
 from tests.builders.kube import NS, pod, pod_path
 from tests.kube.fake import FakeApiServer
@@ -115,3 +116,20 @@ def test_many_pods_asking_10pi_on_one_node_do_not_wrap_its_room_around() -> None
     r.cache.informers["Pod"].relist()
     state = r.cache.state()
     assert state.alloc[slot, memory] - state.used[slot, memory] < 0
+
+
+def test_the_controller_reads_the_priority_expander_s_configmap() -> None:
+    """Issue 22: the controller plans with the autoscaler's configured priorities, as plan does."""
+    server = cluster()
+    r = runner(server)
+    assert r.cache.state().expander_priorities is None  # none there: the groups' order
+    server.put(
+        "/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-priority-expander",
+        {
+            "kind": "ConfigMap",
+            "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+            "data": {"priorities": "50:\n  - gpu\n10:\n  - .*\n"},
+        },
+    )
+    r.cache.informers[PRIORITIES].relist()
+    assert r.cache.state().expander_priorities == {"cpu": 10, "gpu": 50}

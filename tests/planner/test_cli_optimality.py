@@ -46,11 +46,11 @@ def test_a_single_pod_plan_is_proven_optimal() -> None:
 def test_several_pods_best_found_then_proven_with_exact(tmp_path: Path) -> None:
     pytest.importorskip("ortools")
     dump, groups = _dump(tmp_path)
-    default = run_json("plan", dump, "--groups", groups)
+    default = run_json("plan", dump, "--groups", groups, "--no-exact")
     opt = default["optimality"]
     assert opt["status"] == "best-found" and opt["gap"] is not None
     assert opt["objective"]["moves"] == len(default["moves"])
-    text = run("plan", dump, "--groups", groups).stdout
+    text = run("plan", dump, "--groups", groups, "--no-exact").stdout
     assert "best found" in text and "--exact" in text
     exact = run_json("plan", dump, "--groups", groups, "--exact")
     proven = exact["optimality"]
@@ -62,6 +62,10 @@ def test_several_pods_best_found_then_proven_with_exact(tmp_path: Path) -> None:
     assert tuple(opt["bound"][k] for k in order) <= tuple(proven["objective"][k] for k in order)
     # the spec's keys are all there, unchanged
     assert {"placements", "moves", "scale_ups", "unplaceable", "stats"} <= set(exact)
+    # without either flag, plan searches as the controller does: exactly, where OR-Tools is installed
+    as_controller = run_json("plan", dump, "--groups", groups)["optimality"]
+    assert as_controller["search"] == "exact-joint"
+    assert as_controller["objective"] == proven["objective"]
 
 
 def test_exact_without_or_tools_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,11 +83,16 @@ def test_small_dump_reads_groups_pods_requests_and_budgets() -> None:
 def test_plan_on_the_small_dump_keeps_to_the_budget() -> None:
     # iris-classifier-...-fghij is Running but not Ready: with maxUnavailable 1 of 2 replicas, the
     # budget allows no disruption now, and an eviction of the other replica would be refused
-    out = run_json("plan", DUMP)
+    out = run_json("plan", DUMP, "--strategy", "evict")
     assert out["moves"] == []
     assert [(u["pod"], u["reason"]) for u in out["unplaceable"]] == [
         ("text-generator-5c7d-qwert", "no-room-to-make")
     ]
+    # under migrate (makeroom run's default, so plan's), its replacement is Ready before it goes:
+    # the budget does not hold it
+    out = run_json("plan", DUMP)
+    assert [m["pod"] for m in out["moves"]] == ["iris-classifier-7d9f8b6c5-abcde"]
+    assert not out["unplaceable"]
 
 
 def test_plan_on_the_small_dump_moves_the_one_pod_that_frees_enough(tmp_path: Path) -> None:

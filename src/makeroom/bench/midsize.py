@@ -56,21 +56,25 @@ def _spec(cpu_m: int, mem_mi: int, gpu: int, priority: int, tolerates: bool, sel
     )
 
 
-def midsize(seed: int) -> Instance:
-    """One mid-size cluster with several GPU pods waiting, drawn from ``seed``."""
-    rng = random.Random(seed)
+def midsize(seed: int, varied: bool = False) -> Instance:
+    """One mid-size cluster with several GPU pods waiting, drawn from ``seed``. ``varied``: shapes
+    that vary more (issue 22): a second CPU group of larger nodes, each GPU group tainted or not on
+    its own, budgets by ``minAvailable`` too, and 2-5 pods waiting, some for two GPUs, some for a
+    large share of a CPU node, at priorities from 100 to 1000."""
+    rng = random.Random(seed if not varied else 1_000_003 + seed)
     for _ in range(50):
-        found = _attempt(rng, seed)
+        found = _attempt(rng, seed, varied)
         if found is not None:
             return found
     raise RuntimeError(f"no instance for seed {seed}")  # pragma: no cover (never seen)
 
 
-def _attempt(rng: random.Random, seed: int) -> Instance | None:
+def _attempt(rng: random.Random, seed: int, varied: bool = False) -> Instance | None:
     priced = rng.random() < 0.8
     tainted = rng.random() < 0.7
     n_cpu, n_a, n_b = rng.randint(2, 4), rng.randint(1, 3), rng.randint(1, 2)
     taints = (GPU_TAINT,) if tainted else ()
+    taints_b = taints if not varied or rng.random() < 0.5 else ((GPU_TAINT,) if not tainted else ())
     groups = [
         NodeGroup(
             "cpu",
@@ -88,11 +92,22 @@ def _attempt(rng: random.Random, seed: int) -> Instance | None:
         NodeGroup(
             "gpu-b",
             Resources.parse({"cpu": "16", "memory": "64Gi", "pods": "110", GPU: "2"}),
-            taints=taints,
+            taints=taints_b,
             max=n_b + rng.choice([0, 0, 1]),
             price_per_hour=2.1 if priced else 0.0,
         ),
     ]
+    n_big = rng.randint(0, 2) if varied else 0
+    if n_big:
+        groups.insert(
+            1,
+            NodeGroup(
+                "cpu-big",
+                Resources.parse({"cpu": "16", "memory": "64Gi", "pods": "110"}),
+                max=n_big + rng.choice([0, 1]),
+                price_per_hour=0.68 if priced else 0.0,
+            ),
+        )
     shapes = []
     for w in range(rng.randint(3, 6)):
         cpu_m = rng.choice([250, 500, 750, 1000, 1500, 2000])
@@ -102,13 +117,21 @@ def _attempt(rng: random.Random, seed: int) -> Instance | None:
         shapes.append((f"api-{w}", _spec(cpu_m, mem_mi, 0, priority, tolerates, None)))
     gpu_running = _spec(rng.choice([2000, 3000]), rng.choice([8192, 12288]), 1, 1000, True, None)
     budgets = {name: DisruptionBudget(max_unavailable=rng.choice([1, 1, 1, 2, 0])) for name, _ in shapes}
+    if varied:
+        for name in budgets:
+            if rng.random() < 0.3:
+                drawn = rng.choice(["50%", "80%", "2"])
+                least: int | str = int(drawn) if drawn.isdigit() else drawn
+                budgets[name] = DisruptionBudget(min_available=least)
     workloads = [
         Workload(name, spec, 0, pdb=budgets[name] if rng.random() < 0.5 else None) for name, spec in shapes
     ]
     workloads.append(Workload("llm", gpu_running, 0))
     state = ClusterState(groups, workloads, {GPU}, capacity=16)
     names: list[str] = []
-    for group, count in (("cpu", n_cpu), ("gpu-a", n_a), ("gpu-b", n_b)):
+    for group, count in (("cpu", n_cpu), ("cpu-big", n_big), ("gpu-a", n_a), ("gpu-b", n_b)):
+        if not count:
+            continue
         g = state.groups[group]
         for i in range(count):
             state.add_node(Node(f"{group}-{i}", group, g.capacity, g.node_labels(), g.taints))
@@ -157,13 +180,18 @@ def _attempt(rng: random.Random, seed: int) -> Instance | None:
     for wl in state.workloads.values():
         wl.replicas = sum(1 for p in state.pods.values() if p.workload == wl.name)
     waiting: list[Pod] = []
-    for i in range(rng.randint(2, 4)):
+    for i in range(rng.randint(2, 5) if varied else rng.randint(2, 4)):
         selector = rng.choice([None, None, "gpu-a", "gpu-b"])
+        gpus, priorities = 1, [1000, 1000, 500, 200]
+        if varied:
+            gpus = rng.choice([0, 1, 1, 2])
+            priorities = [1000, 700, 500, 500, 200, 100]
+            selector = "gpu-b" if gpus == 2 else (None if gpus == 0 else selector)
         spec = _spec(
-            rng.choice([2000, 3000, 4000, 5000, 6000]),
+            rng.choice([2000, 3000, 4000, 5000, 6000]) + (1000 if gpus == 0 else 0),
             rng.choice([8192, 12288, 16384, 20480]),
-            1,
-            rng.choice([1000, 1000, 500, 200]),
+            gpus,
+            rng.choice(priorities),
             True,
             selector,
         )

@@ -19,6 +19,9 @@ try:  # typer 0.2x carries its own copy of click, whose exceptions are not click
 except ImportError:  # pragma: no cover - older typer on click itself
     from click import exceptions as click  # type: ignore[no-redef]
 
+ClickError = click.ClickException
+"""click's error for bad arguments, as the installed typer raises it."""
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,16 +23,22 @@ from makeroom.cli.common import (
     say,
     usage_error,
 )
-from makeroom.controller import Strategy
+from makeroom.cli.run import DEFAULT, LiveController
+from makeroom.controller import RELOCATING, ControllerConfig, Strategy
+from makeroom.controller.config import metadata_of
+from makeroom.controller.policy import consolidation_policy, plan_policy
+from makeroom.controller.scope import Scope
+from makeroom.controller.sources import config_of_values, scope_of_values
 from makeroom.errors import InputError, Problem
 from makeroom.model import limits
+from makeroom.model.expander import expander
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
-from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
+from makeroom.planner.consolidate import Consolidation
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.report.units import count, duration, per_hour
-from makeroom.scenario import parse_scenario, read_data, read_yaml
+from makeroom.scenario import Scenario, parse_scenario, read_data, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
 
 FileArg = Annotated[
@@ -44,12 +51,13 @@ FileArg = Annotated[
 ]
 
 
-def state_of_scenario(data: Any, file: str, at: float | None) -> tuple[ClusterState, float, str]:
-    """The scenario's cluster at ``at`` seconds, reached by simulating with strategy ``none``; by
+def state_of_scenario(scenario: Scenario, at: float | None, seed: int = 0) -> tuple[ClusterState, float, str]:
+    """The scenario's cluster at ``at`` seconds, reached by simulating with strategy ``none``, as the
+    controller's round at that instant sees it (before the scheduler and the autoscaler act then); by
     default at the first moment a pod is pending. Returns the state, the time, and why that time."""
     from makeroom.sim import Options, Simulation
+    from makeroom.sim.clock import Phase
 
-    scenario = parse_scenario(data, file)
     end = scenario.spec.duration
     if at is not None and at > end:
         raise InputError(
@@ -58,17 +66,17 @@ def state_of_scenario(data: Any, file: str, at: float | None) -> tuple[ClusterSt
         )
     why = ""
     if at is None:
-        at, why = first_pending(scenario)
-    sim = Simulation(scenario, Options(Strategy.NONE, keep_events=False, keep_samples=False))
-    sim.run(until=at)
+        at, why = first_pending(scenario, seed)
+    sim = Simulation(scenario, Options(Strategy.NONE, seed=seed, keep_events=False, keep_samples=False))
+    sim.run(until=at, before=Phase.CONTROLLER)
     return sim.world.state, at, why
 
 
-def first_pending(scenario: Any) -> tuple[float, str]:
+def first_pending(scenario: Scenario, seed: int = 0) -> tuple[float, str]:
     """The first moment a pod cannot be scheduled when nothing is moved, and a sentence saying so."""
     from makeroom.sim import Options, Simulation
 
-    sim = Simulation(scenario, Options(Strategy.NONE, keep_samples=False))
+    sim = Simulation(scenario, Options(Strategy.NONE, seed=seed, keep_samples=False))
     result = sim.run()
     for e in result.events:
         if e.kind == "pod_unschedulable":
@@ -92,21 +100,105 @@ def state_of_dump(data: Mapping[str, Any], file: str, groups: GroupConfig | None
     return state_from_objects(items, groups, None, source=file, prefix="items")
 
 
-def load_state(
-    file: Path, at: float | None, groups_file: Path | None
-) -> tuple[ClusterState, float, str, str]:
-    """The state to plan on, the planner's ``now``, a short description of where it came from, and
-    for a scenario planned at its first pending moment, a sentence saying so."""
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The state to plan on, the planner's ``now``, where it came from, why that moment (a scenario
+    planned at its first pending moment), and the scenario (None for a dump)."""
+
+    state: ClusterState
+    now: float
+    origin: str
+    why: str = ""
+    scenario: Scenario | None = None
+
+
+def load_state(file: Path, at: float | None, groups_file: Path | None, seed: int = 0) -> Loaded:
     data = read_data(file)
     if is_kube_dump(data):
         groups = parse_group_config(read_yaml(groups_file), str(groups_file)) if groups_file else None
         state = state_of_dump(data, str(file), groups)
-        return state, time.time(), f"{file} (a dump of {len(state.nodes)} nodes, {len(state.pods)} pods)", ""
+        return Loaded(
+            state, time.time(), f"{file} (a dump of {len(state.nodes)} nodes, {len(state.pods)} pods)"
+        )
     if groups_file is not None:
         raise InputError("--groups", [Problem("", "applies to a Kubernetes dump, not to a scenario")])
-    name = data.get("name", file.stem) if isinstance(data, Mapping) else file.stem
-    state, when, why = state_of_scenario(data, str(file), at)
-    return state, when, f"{name} at {duration(when)}", why
+    scenario = parse_scenario(data, str(file))
+    state, when, why = state_of_scenario(scenario, at, seed)
+    return Loaded(state, when, f"{scenario.spec.name} at {duration(when)}", why, scenario)
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The controller configuration ``plan`` plans with, its scope, and a sentence saying where
+    they come from."""
+
+    config: ControllerConfig
+    scope: Scope
+    source: str
+
+    def sentence(self) -> str:
+        c = self.config
+        return (
+            f"planned as the controller would with {self.source}: strategy {c.strategy}, expander "
+            f"{c.autoscaler_expander}, at most {c.max_moves_in_flight} moves, cooldown "
+            f"{duration(c.cooldown)}"
+        )
+
+
+def choose_controller(
+    loaded: Loaded, live: LiveController | None, values: Path | None, overrides: Overrides
+) -> Chosen:
+    """Where ``plan`` takes the controller's configuration from, first found: ``--values`` (the chart's
+    values), the controller running in the cluster (``--kubeconfig``), the scenario's ``controller:``
+    and ``autoscaler:`` sections, else ``makeroom run``'s defaults; then the flags given override."""
+    if values is not None:
+        raw = read_yaml(values)
+        chosen = Chosen(config_of_values(raw, str(values)), scope_of_values(raw, str(values)), str(values))
+    elif live is not None:
+        chosen = Chosen(live.config, live.scope, live.source)
+    elif loaded.scenario is not None:
+        spec = loaded.scenario.spec
+        strategy = spec.controller.strategy if spec.controller.strategy.relocates else DEFAULT.strategy
+        chosen = Chosen(
+            spec.controller_config(strategy), Scope(), "the scenario's controller and autoscaler settings"
+        )
+    else:
+        chosen = Chosen(DEFAULT, Scope(), "makeroom run's defaults")
+    return replace(chosen, config=overrides.apply(chosen.config))
+
+
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """The controller's knobs given as ``plan`` flags (None: not given)."""
+
+    strategy: str | None = None
+    expander: str | None = None
+    max_moves: int | None = None
+    cooldown: str | None = None
+
+    def apply(self, config: ControllerConfig) -> ControllerConfig:
+        changes: dict[str, Any] = {}
+        if self.strategy is not None:
+            if self.strategy not in RELOCATING:
+                usage_error(f"--strategy: expected {' or '.join(sorted(RELOCATING))}, got {self.strategy!r}")
+            changes["strategy"] = Strategy(self.strategy)
+        if self.expander is not None:
+            changes["autoscaler_expander"] = checked("--autoscaler-expander", expander, self.expander)
+        if self.max_moves is not None:
+            changes["max_moves_in_flight"] = self.max_moves
+        if self.cooldown is not None:
+            changes["cooldown"] = checked("--cooldown", limits.duration, self.cooldown)
+        config = replace(config, **changes)
+        for problem in config.problems():
+            usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
+        return config
+
+
+def checked(flag: str, rule: Any, value: Any) -> Any:
+    try:
+        return rule(value)
+    except limits.InvalidValueError as exc:
+        usage_error(f"{flag}: {exc}")
 
 
 def note(text: str) -> None:
@@ -135,13 +227,17 @@ def plan_cmd(
     output: OutputOpt = "",
     json_out: JsonOpt = False,
     exact: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--exact",
-            help="Exact joint search over all pending pods at once (CP-SAT, the exact extra): the "
-            "proven optimum on small and mid-size clusters, or the best found with its bound.",
+            "--exact/--no-exact",
+            help="--exact: the exact joint search over all pending pods at once (CP-SAT, the exact "
+            "extra) with its full time limit: the proven optimum on small and mid-size clusters, or the "
+            "best found with its bound. --no-exact: the default search alone. Neither: as the "
+            "controller plans (the exact search where OR-Tools is installed and the cluster within "
+            "its size, seeded by the default search).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     groups: Annotated[
         Path | None,
         typer.Option(
@@ -162,10 +258,54 @@ def plan_cmd(
             help="When no pod waits, also show the consolidation the controller would start.",
         ),
     ] = True,
+    values: Annotated[
+        Path | None,
+        typer.Option(
+            "--values",
+            help="Plan as the controller the Helm chart installs with these values (values.yaml) would.",
+        ),
+    ] = None,
+    strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--strategy",
+            help="evict or migrate (make-before-break); default: the scenario's, the values', the live "
+            f"controller's, else {DEFAULT.strategy}.",
+            show_default=False,
+        ),
+    ] = None,
+    autoscaler_expander: Annotated[
+        str | None,
+        typer.Option(
+            "--autoscaler-expander",
+            metavar="EXPANDER",
+            help="The cluster-autoscaler's --expander, as makeroom run takes it; default: the scenario's "
+            f"autoscaler, the values', the live controller's, else {DEFAULT.autoscaler_expander}.",
+            show_default=False,
+        ),
+    ] = None,
+    max_moves: Annotated[
+        int | None,
+        typer.Option(
+            "--max-moves", help="Most pods moved at once, as makeroom run takes it.", show_default=False
+        ),
+    ] = None,
+    cooldown: Annotated[
+        str | None,
+        typer.Option(
+            "--cooldown", help="A moved pod is not moved again within this time.", show_default=False
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="For a scenario: the simulation's seed, as simulate takes it.")
+    ] = 0,
 ) -> None:
     """Show what makeroom would move, and where, so that the pending pods can run; change nothing.
 
-    Exit status 3 when pods are pending (the plan says what would place them), 0 when none is."""
+    It plans as the controller would: with the configuration of --values, else of the controller
+    running in the cluster (--kubeconfig), else of the scenario, else makeroom run's defaults; the
+    flags override it. Exit status 3 when pods are pending (the plan says what would place them), 0
+    when none is."""
 
     def go() -> bool:
         fmt = output_format(output, json_out, (Output.TABLE, Output.JSON, Output.YAML))
@@ -175,17 +315,27 @@ def plan_cmd(
                 when = limits.duration(at)
             except limits.InvalidValueError as exc:
                 usage_error(f"--at: {exc}")
-        why = ""
+        live: LiveController | None = None
         if kubeconfig is not None:
             from makeroom.cli.run import live_state
 
-            state, now, origin = live_state(kubeconfig, context, groups)
+            state, now, origin, live = live_state(kubeconfig, context, groups)
+            loaded = Loaded(state, now, origin)
         elif file is None:
             usage_error("give a FILE, or --kubeconfig to plan on a live cluster")
         else:
-            state, now, origin, why = load_state(file, when, groups)
+            loaded = load_state(file, when, groups, seed)
+        state, now, origin, why = loaded.state, loaded.now, loaded.origin, loaded.why
+        chosen = choose_controller(
+            loaded, live, values, Overrides(strategy, autoscaler_expander, max_moves, cooldown)
+        )
+        policy = plan_policy(chosen.config, chosen.scope, state, now)
+        if exact is not None:  # the search asked for, not the controller's
+            policy = replace(
+                policy, exact=exact, exact_if_available=False, exact_budget=Policy().exact_budget
+            )
         try:
-            result = timed_plan(state, Policy(now=now, exact=exact))
+            result = timed_plan(state, policy)
         except ExactUnavailableError as exc:
             usage_error(f"--exact: {exc}")
         waiting = result.unplaceable or any(
@@ -193,13 +343,17 @@ def plan_cmd(
         )
         found = None
         if consolidate and not waiting:
-            found = planner_consolidate(state, ConsolidationPolicy(now=now))
+            found = planner_consolidate(
+                state,
+                consolidation_policy(chosen.config, now, pinned=chosen.scope.move.outside(state.pods, {})),
+            )
         if fmt.data:
             data = result.to_json()
             if consolidate:
                 data["consolidation"] = consolidation_json(found)
-            if why:
-                note(why)  # stderr: stdout holds only the plan object
+            for line in (why, chosen.sentence()):
+                if line:
+                    note(line)  # stderr: stdout holds only the plan object
             emit(data, fmt)
         else:
             if why:
@@ -207,6 +361,7 @@ def plan_cmd(
             print_plan(result, origin)
             if found is not None:
                 print_consolidation(found)
+            say(chosen.sentence())
         return bool(result.stats.pending)
 
     if guarded(go):
@@ -271,7 +426,7 @@ def optimality_line(result: Plan) -> str:
     assert o is not None
     if o.proof is Proof.OPTIMAL:
         return f"optimal (proven, {o.search}): {o.objective.human()}"
-    hint = "" if result.stats.exact else "; --exact searches for the optimum"
+    hint = "" if o.search.startswith("exact") else "; --exact searches for the optimum"
     return (
         f"best found ({o.search}, not proven optimal): {o.objective.human()}; "
         f"no plan beats {o.bound.human()} (first open: {o.gap}){hint}"

@@ -24,6 +24,8 @@ class SimProgress:
             transient=True,
         )
         self._started = time.perf_counter()
+        # a bar only where a person watches, and none under NO_COLOR (its cursor codes are styling)
+        self._wanted = err_console.is_terminal and not err_console.no_color
         self._shown = False
         self._task: TaskID | None = None
 
@@ -39,7 +41,7 @@ class SimProgress:
             if t - last[0] < horizon / 200 and t < horizon:
                 return
             last[0] = t
-            if not self._shown and time.perf_counter() - self._started > SHOW_AFTER_S:
+            if not self._shown and self._wanted and time.perf_counter() - self._started > SHOW_AFTER_S:
                 self._bar.start()
                 self._shown = True
             self._bar.update(task, completed=t, sim=f"{t / 60:.1f}/{horizon / 60:.0f} min")

@@ -9,13 +9,14 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
 
-from makeroom.cli.app import app
+from makeroom.cli.app import ClickError, app
 from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import duration_text, metadata_of
@@ -107,6 +108,75 @@ def scope_from_flags(
 
 def _groups(path: Path | None) -> GroupConfig | None:
     return parse_group_config(read_yaml(path), str(path)) if path is not None else None
+
+
+def config_of_flags(
+    strategy: str,
+    interval: str,
+    timeout: str,
+    cooldown: str,
+    max_moves: int,
+    consolidation: tuple[bool, float, int],
+    consolidation_times: tuple[str, str],
+    autoscaler_expander: str,
+    where: str = "",
+) -> ControllerConfig:
+    """The controller's config from ``makeroom run``'s flags; a value out of range ends the command
+    with the flag's name (status 2), after ``where`` the flags came from (a Deployment's)."""
+    at = f"{where}: " if where else ""
+    if strategy not in RELOCATING:
+        usage_error(f"{at}--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
+    enabled, min_saving, most = consolidation
+    window, wait = consolidation_times
+    config = ControllerConfig(
+        strategy=Strategy(strategy),
+        interval=_seconds(at + "--interval", interval),
+        timeout=_seconds(at + "--timeout", timeout),
+        cooldown=_seconds(at + "--cooldown", cooldown),
+        max_moves_in_flight=max_moves,
+        consolidation=ConsolidationConfig(
+            enabled=enabled,
+            min_saving=min_saving,
+            max_moves=most,
+            window=_seconds(at + "--consolidation-window", window),
+            wait=_seconds(at + "--consolidation-wait", wait),
+        ),
+        autoscaler_expander=_checked(at + "--autoscaler-expander", expander, autoscaler_expander),
+    )
+    for problem in config.problems():
+        usage_error(f"{at}{metadata_of(problem.path)['flag']}: {problem.message}")
+    return config
+
+
+def controller_of_args(args: list[str], where: str) -> tuple[ControllerConfig, Scope]:
+    """The config and scope of a ``makeroom run`` started with these arguments (a Deployment's), parsed
+    by ``run``'s own flags, defaults and checks."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    command = group.commands["run"]  # type: ignore[attr-defined]
+    try:
+        params = command.make_context("run", list(args)).params
+    except ClickError as exc:
+        usage_error(f"{where}: {exc.format_message()}")
+    p = params
+    config = config_of_flags(
+        p["strategy"],
+        p["interval"],
+        p["timeout"],
+        p["cooldown"],
+        p["max_moves"],
+        (p["consolidate"], p["consolidation_min_saving"], p["consolidation_max_moves"]),
+        (p["consolidation_window"], p["consolidation_wait"]),
+        p["autoscaler_expander"],
+        where,
+    )
+    scope = scope_from_flags(
+        p["namespace"] or [],
+        (p["room_for_namespace"] or [], p["room_for_namespace_selector"], p["room_for_priority_class"] or []),
+        (p["move_namespace"] or [], p["move_namespace_selector"], p["move_priority_class"] or []),
+    )
+    return config, scope
 
 
 @app.command("run")
@@ -246,29 +316,20 @@ def run_cmd(
     from makeroom.kube.logs import setup_json_logging
     from makeroom.kube.runner import ListenError, Runner
 
-    if strategy not in RELOCATING:
-        usage_error(f"--strategy: expected {RELOCATING_NAMES}, got {strategy!r}")
+    config = config_of_flags(
+        strategy,
+        interval,
+        timeout,
+        cooldown,
+        max_moves,
+        (consolidate, consolidation_min_saving, consolidation_max_moves),
+        (consolidation_window, consolidation_wait),
+        autoscaler_expander,
+    )
     if nomination not in set(NominationMode):
         usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
     if log_level.lower() not in LOG_LEVELS:
         usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
-    config = ControllerConfig(
-        strategy=Strategy(strategy),
-        interval=_seconds("--interval", interval),
-        timeout=_seconds("--timeout", timeout),
-        cooldown=_seconds("--cooldown", cooldown),
-        max_moves_in_flight=max_moves,
-        consolidation=ConsolidationConfig(
-            enabled=consolidate,
-            min_saving=consolidation_min_saving,
-            max_moves=consolidation_max_moves,
-            window=_seconds("--consolidation-window", consolidation_window),
-            wait=_seconds("--consolidation-wait", consolidation_wait),
-        ),
-        autoscaler_expander=_checked("--autoscaler-expander", expander, autoscaler_expander),
-    )
-    for problem in config.problems():
-        usage_error(f"{metadata_of(problem.path)['flag']}: {problem.message}")
     scope = scope_from_flags(
         namespace or [],
         (room_for_namespace or [], room_for_namespace_selector, room_for_priority_class or []),
@@ -368,9 +429,25 @@ def snapshot_cmd(
         )
 
 
-def live_state(kubeconfig: Path, context: str | None, groups: Path | None) -> tuple[Any, float, str]:
+CONTROLLER_SELECTOR = "app.kubernetes.io/name=makeroom"
+"""The chart's label on makeroom's Deployment: where ``plan --kubeconfig`` reads the controller's flags."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveController:
+    """The configuration of the controller running in a cluster, from its Deployment's arguments."""
+
+    config: ControllerConfig
+    scope: Scope
+    source: str  # which Deployment
+
+
+def live_state(
+    kubeconfig: Path, context: str | None, groups: Path | None
+) -> tuple[Any, float, str, LiveController | None]:
     """``makeroom plan --kubeconfig``: the live cluster's state, read once, through the same slim
-    objects and conversion as the controller's cache."""
+    objects and conversion as the controller's cache, and the configuration of the makeroom
+    controller that runs there (None when none does)."""
     import time
 
     from makeroom.kube import KubeError
@@ -380,7 +457,27 @@ def live_state(kubeconfig: Path, context: str | None, groups: Path | None) -> tu
     api, where = connect_or_exit(kubeconfig, context, None)
     try:
         objects = read_objects(api, slim=True)
+        deployments = api.list_all("/apis/apps/v1/deployments", {"labelSelector": CONTROLLER_SELECTOR})
     except KubeError as exc:
         fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
     state = state_from_objects(objects, _groups(groups), None, source=where)
-    return state, time.time(), f"{where} ({len(state.nodes)} nodes, {len(state.pods)} pods)"
+    origin = f"{where} ({len(state.nodes)} nodes, {len(state.pods)} pods)"
+    return state, time.time(), origin, controller_of_deployments(deployments["items"])
+
+
+def controller_of_deployments(items: list[Any]) -> LiveController | None:
+    """The first (by namespace and name) Deployment whose container runs ``makeroom run``."""
+    found = []
+    for d in items:
+        meta = d.get("metadata") or {}
+        pod = ((d.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for c in pod.get("containers") or []:
+            args = [str(a) for a in c.get("args") or []]
+            if args[:1] == ["run"]:
+                found.append((str(meta.get("namespace")), str(meta.get("name")), args[1:]))
+    if not found:
+        return None
+    namespace, name, args = min(found)
+    source = f"the Deployment {namespace}/{name}"
+    config, scope = controller_of_args(args, source)
+    return LiveController(config, scope, source)

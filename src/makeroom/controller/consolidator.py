@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from makeroom.controller.policy import consolidation_policy
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import CONSOLIDATING_TAINT, Consolidation, Phase, RecordKind, Records, Victim
 from makeroom.controller.steps import Retry, RetryKey, Steps, node_anchor
@@ -21,7 +22,7 @@ from makeroom.model import Node, OwnerKind, Pod, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
-from makeroom.planner.consolidate import ConsolidationPolicy, consolidate
+from makeroom.planner.consolidate import consolidate
 
 log = logging.getLogger("makeroom.controller")
 
@@ -58,12 +59,11 @@ class Consolidations:
         started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
         found = consolidate(
             state,
-            ConsolidationPolicy(
-                now=now,
-                cooldown=config.cooldown,
+            consolidation_policy(
+                config,
+                now,
+                budget=budget,
                 recently_moved=self.s.cooling(state, records, now),
-                max_moves=budget,
-                min_saving=config.consolidation.min_saving,
                 skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(RetryKey.skipped_node(n), now)),
                 pinned=self.s.pinned(state, records, live.namespaces),
             ),

@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 
 from makeroom.controller.config import Strategy
+from makeroom.controller.policy import relocation_policy
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Phase, RecordKind, Records, Relocation, Victim
 from makeroom.controller.room import somewhere_to_go
@@ -79,15 +80,13 @@ class Relocations:
             or self.s.waiting(RetryKey.pod(p.key), now)
             or self.s.waiting(RetryKey.hands_off(p.key), now)
         )
-        return Policy(
-            now=now,
-            cooldown=config.cooldown,
-            max_moves_in_flight=config.max_moves_in_flight - records.moves_in_flight(),
+        return relocation_policy(
+            config,
+            now,
             skip=skip,
             recently_moved=self.s.cooling(state, records, now),
-            make_before_break=config.strategy is Strategy.MIGRATE,
             pinned=self.s.pinned(state, records, live.namespaces),
-            expander=config.autoscaler_expander,
+            moves_in_flight=records.moves_in_flight(),
         )
 
     def start(self, live: Live, waiting: list[Pod], records: Records) -> list[str]:

@@ -21,6 +21,7 @@ from makeroom.errors import Problem
 from makeroom.kube.client import Api, GoneError, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
 from makeroom.model import Pod
+from makeroom.model.expander import PRIORITY_CONFIGMAP
 from makeroom.model.state import ClusterState
 from makeroom.snapshot import STATUS_CONFIGMAP, GroupConfig, pod_from_object, state_from_objects
 from makeroom.snapshot.fields import UNFIT
@@ -41,6 +42,12 @@ class Resource:
     optional: bool = False
     """A kind the cluster may not serve (Karpenter's, without Karpenter) or makeroom may not be allowed to
     read: a 404 or 403 on its list is an empty list, asked again every ``resync``."""
+    key: str = ""
+    """The informer's name where two watch one kind (default: the kind)."""
+
+    @property
+    def name(self) -> str:
+        return self.key or self.kind
 
 
 OPTIONAL_STATUSES = frozenset({403, 404})
@@ -59,11 +66,22 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
             f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
             f"metadata.name={STATUS_CONFIGMAP}",
         ),
+        Resource(
+            "ConfigMap",
+            f"/api/v1/namespaces/{autoscaler_namespace}/configmaps",
+            f"metadata.name={PRIORITY_CONFIGMAP}",
+            optional=True,
+            key=PRIORITIES,
+        ),
         Resource("Namespace", "/api/v1/namespaces"),
         Resource("NodePool", "/apis/karpenter.sh/v1/nodepools", optional=True),
         Resource("NodeClaim", "/apis/karpenter.sh/v1/nodeclaims", optional=True),
     )
 
+
+PRIORITIES = "PriorityExpanderConfigMap"
+"""The informer of the cluster-autoscaler priority expander's ConfigMap (optional: where makeroom may not
+read it, or it is not there, the groups' order stands for its priorities)."""
 
 NOT_IN_STATE = frozenset({"Namespace"})
 """Kinds the controller reads beside the ClusterState (the scope's namespace labels): a change to
@@ -221,7 +239,7 @@ class Cache:
         self.unschedulable = threading.Event()
         """Set when a pod becomes unschedulable: the loop reconciles at once rather than at its tick."""
         self.informers = {
-            r.kind: Informer(api, r, self.interner, self._on_change, resync, watch_timeout)
+            r.name: Informer(api, r, self.interner, self._on_change, resync, watch_timeout)
             for r in resources(autoscaler_namespace)
         }
         self._threads: list[threading.Thread] = []
@@ -278,6 +296,7 @@ class Cache:
             "HorizontalPodAutoscaler",
             "NodePool",
             "NodeClaim",
+            PRIORITIES,
         ),
     ) -> list[JSON]:
         out: list[JSON] = []

@@ -51,6 +51,9 @@ class ClusterState:
     ) -> None:
         self.groups: dict[str, NodeGroup] = {g.name: g for g in groups}
         self.autoscaler = autoscaler  # which autoscaler grows the groups: what it would buy follows it
+        # The cluster-autoscaler's priority expander's configuration: group -> priority, highest
+        # first (its ConfigMap); None: the groups' order, as a scenario lists them.
+        self.expander_priorities: dict[str, int] | None = None
         self.workloads: dict[str, Workload] = {w.name: w for w in workloads}
         names = set(resource_names)
         for g in self.groups.values():

@@ -80,6 +80,15 @@ class ClusterView:
         return {name: i for i, name in enumerate(self.state.groups)}
 
     @cached_property
+    def expander_priorities(self) -> dict[str, int]:
+        """The cluster-autoscaler's priority expander's priority of each group it may choose, highest
+        first: its configuration, else the groups' order."""
+        configured = self.state.expander_priorities
+        if configured is not None:
+            return configured
+        return {name: -rank for name, rank in self.group_rank.items()}
+
+    @cached_property
     def slot_rank(self) -> npt.NDArray[np.int64]:
         """Per slot, the rank of its node's group (groups not listed, and empty slots, rank last)."""
         ranks = self.group_rank

@@ -7,14 +7,16 @@ admits the pod within its limits, launched as the cheapest of its types that fit
 among all pools, so when its choice is not one of the groups the caller allows (a victim's new node
 would be of a group the pending pod could use), it buys nothing the plan may count on.
 
-A moved replica waits unschedulable like any pod, and the autoscaler's expander, not the plan, picks
-the group it grows for it. So, under the cluster-autoscaler, the plan counts on a new node for moved
-replicas only where the autoscaler could not grow a group the pending pod could use instead
-(``grows_instead``): only the ``priority`` expander is foreseeable (groups in preference order);
-least-waste ties at random (a CPU and a GPU group of one shape waste the same) and weighs whatever
-pods wait at that moment, so with it (and with price or random) any group the pending pod could use
-that takes the replica and may grow rules the new node out (docs/controller.md, "Moved replicas and
-the autoscaler's expander").
+The cluster-autoscaler's expander picks the group: under ``priority`` the highest configured
+priority (``ClusterView.expander_priorities``), under ``price`` the lowest price score
+(``model.expander.price_score``), ties and the other expanders the cheapest group. A moved replica
+waits unschedulable like any pod, and the expander, not the plan, picks the group it grows for it. So
+the plan counts on a new node for moved replicas only where the autoscaler would not grow a group the
+pending pod could use instead (``grows_instead``): under ``priority`` and ``price`` only a rival the
+expander ranks as high or higher is a risk (a tie may go either way); least-waste ties at random (a
+CPU and a GPU group of one shape waste the same) and weighs whatever pods wait at that moment, so
+with it (and with random) any group the pending pod could use that takes the replica and may grow
+rules the new node out (docs/controller.md, "Moved replicas and the autoscaler's expander").
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from makeroom.model import AutoscalerKind, Expander, PodSpec, Resources
+from makeroom.model.expander import pod_price, price_score
 from makeroom.model.nodepool import NODES
 from makeroom.model.provisioning import Headroom, choose
-from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
+from makeroom.model.resources import CPU, DEFAULT_MAX_PODS, PODS, Vector
 from makeroom.model.view import ClusterView
 
 
@@ -63,7 +66,7 @@ def would_buy(
         ]
         if not growable:
             return None
-        name = min(growable, key=lambda g: (state.groups[g].price_per_hour, view.group_rank[g]))
+        name = min(growable, key=lambda g: (*expander_rank(view, spec, g, expander), *cheapest(view, g)))
         return Purchase(name, view.template(name), state.groups[name].price_per_hour)
     requests = PodSpec.effective(spec.requests)
     choice = choose(state.groups.values(), spec, requests, _room(view, sizes))
@@ -94,19 +97,47 @@ def rivals(
 ) -> list[str]:
     """The groups of ``avoid`` that the cluster-autoscaler might grow instead of ``group`` for a moved
     pod of this spec while they are below their max: those whose new node takes the pod, unless the
-    expander is priority and ``group`` comes first. None under Karpenter: its choice is foreseeable,
-    and ``would_buy`` follows it."""
+    expander (priority, price) surely picks ``group`` over them. None under Karpenter: its choice is
+    foreseeable, and ``would_buy`` follows it."""
     if view.state.autoscaler is AutoscalerKind.KARPENTER:
         return []
     r = view.state.requests_of(spec)
-    rank = view.group_rank
+    mine = expander_rank(view, spec, group, expander)
     return [
         h
         for h in avoid
         if view.admits(spec, h)
         and np.all(view.template(h) >= r)
-        and (expander is not Expander.PRIORITY or rank[h] < rank[group])
+        and not (mine and mine < expander_rank(view, spec, h, expander))
     ]
+
+
+def expander_rank(view: ClusterView, spec: PodSpec, group: str, expander: Expander) -> tuple[float, ...]:
+    """How the expander ranks growing ``group`` by one node for a pod of this spec, lowest first; ()
+    for an expander whose choice is not foreseeable (least-waste, random: the cheapest is assumed)."""
+    if expander is Expander.PRIORITY:
+        prio = view.expander_priorities
+        # unmatched groups come after every matched one (the expander passes them over)
+        return (0.0, -prio[group]) if group in prio else (1.0, 0.0)
+    if expander is Expander.PRICE:
+        state = view.state
+        template = view.template(group)
+        gpus = state.index.gpu_positions()
+        return (
+            price_score(
+                state.groups[group].price_per_hour,
+                1,
+                pod_price(spec.requests),
+                float(template[state.index.position(CPU)]) / 1000.0,
+                bool(gpus) and bool(np.any(template[gpus] > 0)),
+                len(state.nodes),
+            ),
+        )
+    return ()
+
+
+def cheapest(view: ClusterView, group: str) -> tuple[float, int]:
+    return (view.state.groups[group].price_per_hour, view.group_rank[group])
 
 
 def _room(view: ClusterView, sizes: Mapping[str, int]) -> dict[str, Headroom]:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState
 from makeroom.planner.attribution import attribute
 from makeroom.planner.context import Context, Ledger, wants_room
-from makeroom.planner.objective import levels
+from makeroom.planner.objective import levels, of_draft
 from makeroom.planner.options import Decision, Dest, Draft, NewNode, VictimClass
 from makeroom.planner.sequential import fill_in, own_room
 from makeroom.planner.types import Objective, PlacementReason
@@ -58,6 +59,16 @@ class ExactTooLargeError(Exception):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} placements and moves to weigh, more than {MAX_VARIABLES}")
         self.size = size
+
+
+@cache
+def exact_available() -> bool:
+    """Whether OR-Tools is installed (the exact extra)."""
+    try:
+        _cp_model()
+    except ExactUnavailableError:
+        return False
+    return True
 
 
 def _cp_model() -> Any:
@@ -114,15 +125,18 @@ class CpSat:
         params.random_seed = 0
         params.max_deterministic_time = max(0.01, float(ctx.policy.exact_budget))
         status, bound = _solve(cp_model, solver, m)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            # nothing found within the budget (cannot happen when the empty plan is feasible): say so
-            draft = Draft(decisions=[Decision(p, None) for p in pods])
-            draft = fill_in(ctx, pods, draft)
-            draft.bound = bound
-            draft.steps = int(solver.NumBranches())
-            return draft
-        draft = decode(ctx, m, solver, base)
-        draft.proven = status == cp_model.OPTIMAL
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            draft = decode(ctx, m, solver, base)
+            draft.proven = status == cp_model.OPTIMAL
+        else:
+            draft = None
+        if self.hint is not None and (
+            draft is None or of_draft(ctx, self.hint).key() < of_draft(ctx, draft).key()
+        ):
+            # past its time limit the solver may have found nothing, or less than its seed: the seed
+            draft = replace(self.hint, proven=False, bound=None, search="")
+        if draft is None:  # nothing found and nothing seeded: every pod left as it is, and the bound
+            draft = fill_in(ctx, pods, Draft(decisions=[Decision(p, None) for p in pods]))
         draft.bound = bound
         draft.steps = int(solver.NumBranches())
         return draft

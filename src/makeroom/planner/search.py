@@ -20,7 +20,7 @@ from makeroom.planner.budgets import Budgets
 from makeroom.planner.commit import render
 from makeroom.planner.constraints import check
 from makeroom.planner.context import Context
-from makeroom.planner.cpsat import CpSat, ExactTooLargeError
+from makeroom.planner.cpsat import CpSat, ExactTooLargeError, exact_available
 from makeroom.planner.exact import ExactPerPod
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.joint import Improved
@@ -36,24 +36,42 @@ class Search(Protocol):
     def run(self, ctx: Context, pods: list[Pod]) -> Draft: ...
 
 
-def choose(policy: Policy) -> Search:
+AUTO_EXACT_NODES = 500
+"""``Policy.exact_if_available``: the exact joint search on clusters up to this many nodes (its model
+grows with nodes times pending pods; past a few hundred nodes it is mostly too large, and building it
+to find out costs what the default search costs)."""
+
+
+def choose(policy: Policy, state: ClusterState) -> Search:
     if policy.exact:
         return ExactJoint() if policy.joint else Sequential(ExactPerPod())
+    if (
+        policy.exact_if_available
+        and policy.joint
+        and len(state.nodes) <= AUTO_EXACT_NODES
+        and exact_available()
+    ):
+        return ExactJoint(seed=Improved())
     return Improved() if policy.joint else Sequential(Heuristic())
 
 
 class ExactJoint:
-    """CP-SAT over every pending pod at once, seeded with the heuristic's plan. On a problem too
-    large for it, the default search's plan (best found, with its bound) under this search's name,
-    marked as a fallback."""
+    """CP-SAT over every pending pod at once, seeded with ``seed``'s plan (the per-pod heuristic's by
+    default) and never worse than it. On a problem too large for it, the default search's plan (best
+    found, with its bound) under this search's name, marked as a fallback."""
 
     name = CpSat.name
 
+    def __init__(self, seed: Search | None = None) -> None:
+        self.seed = seed
+
     def run(self, ctx: Context, pods: list[Pod]) -> Draft:
+        seed = self.seed or Sequential(Heuristic())
+        hint = seed.run(ctx, pods)
         try:
-            return CpSat(hint=Sequential(Heuristic()).run(ctx, pods)).run(ctx, pods)
+            return CpSat(hint=hint).run(ctx, pods)
         except ExactTooLargeError as exc:
-            draft = Improved().run(ctx, pods)
+            draft = hint if isinstance(seed, Improved) else Improved().run(ctx, pods)
             draft.search = f"{Improved.name} (too large for {self.name}: {exc})"
             return draft
 
@@ -74,7 +92,7 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
     for pod in pods:
         state.requests_of(pod.spec)  # widen the resource index now, before any vector is taken
     ctx = Context(ClusterView(state), policy, Budgets.of(state))
-    search = choose(policy)
+    search = choose(policy, state)
     draft = check(ctx, search.run(ctx, pods))
     result = render(ctx, draft, len(pods))
     return replace(result, optimality=optimality(ctx, pods, draft, draft.search or search.name))

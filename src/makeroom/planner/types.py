@@ -128,6 +128,9 @@ class Policy:
     cooldown: float = 600.0  # a pod moved less than this long ago is not moved again
     max_moves_in_flight: int | None = None  # most moves one plan may hold; None: no limit
     exact: bool = False  # exact search: jointly (OR-Tools), or per pending pod with joint=False
+    # the exact joint search where OR-Tools is installed and the problem within its size, seeded by
+    # the default search's plan (never worse than it); else the default search
+    exact_if_available: bool = False
     joint: bool = True  # plan the pending pods jointly; False: one at a time, as before issue 13
     make_before_break: bool = False  # victims' replacements are Ready before they go (migrate)
     joint_budget: int = 400  # the default search's joint improvement: candidate nodes it may examine

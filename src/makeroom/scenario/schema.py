@@ -371,6 +371,12 @@ class ScenarioSpec(Strict):
     events: list[EventSpec] = []
     controller: ControllerSpec = ControllerSpec()
 
+    def controller_config(self, strategy: Strategy, consolidate: bool | None = None) -> ControllerConfig:
+        """The relocation controller's config for a run of this scenario with ``strategy``: its
+        ``controller:`` knobs, told the expander its ``autoscaler:`` runs (as --autoscaler-expander)."""
+        config = self.controller.config(strategy, consolidate)
+        return replace(config, autoscaler_expander=self.autoscaler.expander)
+
     @field_validator("events")
     @classmethod
     def _events_in_time_order(cls, events: list[EventSpec]) -> list[EventSpec]:

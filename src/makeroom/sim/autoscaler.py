@@ -30,9 +30,10 @@ from makeroom.model import (
     Taint,
     TaintEffect,
 )
+from makeroom.model.expander import pod_price, price_score
 from makeroom.model.fit import label_fit
 from makeroom.model.quantity import QuantityError, parse_duration
-from makeroom.model.resources import CPU, MEMORY, Vector
+from makeroom.model.resources import CPU, GPU_RESOURCES, MEMORY, Vector
 from makeroom.model.scheduling import Placement, pod_mask
 from makeroom.model.scheduling.interpodaffinity import term_matches
 from makeroom.model.state import ClusterState, Mask
@@ -215,10 +216,8 @@ class Autoscaler:
         if expander is Expander.PRIORITY:
             return min(options, key=lambda o: order[o.group.name])
         if expander is Expander.PRICE:
-            return min(
-                options,
-                key=lambda o: (o.group.price_per_hour * o.nodes / len(o.pods), order[o.group.name]),
-            )
+            nodes = len(self.world.state.nodes)
+            return min(options, key=lambda o: (_price_score(o, nodes), order[o.group.name]))
         # least-waste, then (as the autoscaler's expander chain ends) a random choice among the options
         # that waste exactly as little: two groups of the same CPU and memory, a CPU and a GPU group of
         # one shape, tie, and either may be chosen.
@@ -422,3 +421,16 @@ def fill(free: Vector, req: Vector, mask: Mask, count: int) -> int:
 
 def _busy(state: ClusterState, name: str) -> bool:
     return any(p.owner_kind != OwnerKind.DAEMON_SET for p in state.pods_on[name].values())
+
+
+def _price_score(option: Option, cluster_nodes: int) -> float:
+    """The price expander's score of an option (``model.expander.price_score``)."""
+    capacity = option.group.capacity
+    return price_score(
+        option.group.price_per_hour,
+        option.nodes,
+        sum(pod_price(p.spec.requests) for p in option.pods),
+        capacity[CPU] / 1000.0,
+        any(capacity[g] > 0 for g in GPU_RESOURCES),
+        cluster_nodes,
+    )

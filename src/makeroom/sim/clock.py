@@ -37,8 +37,15 @@ class EventLoop:
     def next_time(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
-    def run_until(self, horizon: float, on_step: Callable[[float], None] | None = None) -> None:
-        while self._heap and self._heap[0][0] <= horizon:
+    def run_until(
+        self, horizon: float, on_step: Callable[[float], None] | None = None, before: Phase | None = None
+    ) -> None:
+        """Run every action up to ``horizon``; with ``before``, at ``horizon`` only those of the earlier
+        phases (the cluster as a component of phase ``before`` sees it at that instant)."""
+        while self._heap and (
+            self._heap[0][0] < horizon
+            or (self._heap[0][0] == horizon and (before is None or self._heap[0][1] < before))
+        ):
             time, _, _, action = heapq.heappop(self._heap)
             self.now = time
             action()

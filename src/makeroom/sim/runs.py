@@ -4,7 +4,6 @@ simulated cluster's port and clock, for the strategies that need it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from makeroom.controller import Controller, ControllerConfig, Strategy
 from makeroom.model import AutoscalerKind
@@ -65,10 +64,7 @@ def build(
     chosen = Strategy(strategy or scenario.strategy)
     sim = Simulation(scenario, Options(strategy=chosen, seed=seed, autoscaler=autoscaler, **options))
     if chosen.relocates:
-        # the controller is told the expander the scenario's autoscaler runs, as --autoscaler-expander
-        config = scenario.spec.controller.config(chosen, consolidate)
-        expander = scenario.spec.autoscaler.expander
-        attach_controller(sim, replace(config, autoscaler_expander=expander))
+        attach_controller(sim, scenario.spec.controller_config(chosen, consolidate))
     return sim
 
 

@@ -105,7 +105,13 @@ class Simulation:
 
         self.loop.at(self.loop.now, phase, again)
 
-    def run(self, until: float | None = None, progress: Callable[[float], None] | None = None) -> Result:
+    def run(
+        self,
+        until: float | None = None,
+        progress: Callable[[float], None] | None = None,
+        before: Phase | None = None,
+    ) -> Result:
+        """Run to ``until`` (the scenario's end); ``before``: at ``until``, only the phases before it."""
         horizon = self.scenario.spec.duration if until is None else until
 
         def step(t: float) -> None:
@@ -115,7 +121,7 @@ class Simulation:
                 progress(t)
 
         self.recorder.sample(self.loop.now, len(self.world.pending))
-        self.loop.run_until(horizon, step)
+        self.loop.run_until(horizon, step, before)
         self.recorder.advance(horizon)
         self.recorder.resolution = 0.0
         self.recorder.sample(horizon, len(self.world.pending))

@@ -320,3 +320,42 @@ def bounds_for(group: str, status: Mapping[str, tuple[int, int]]) -> GroupBounds
     if not names:
         return None
     return GroupBounds(sum(status[n][0] for n in names), sum(status[n][1] for n in names), tuple(names))
+
+
+def read_priority_expander(
+    configmap: Mapping[str, Any], where: str, problems: list[Problem]
+) -> dict[int, list[str]]:
+    """The cluster-autoscaler priority expander's rules from its ConfigMap's ``data.priorities``
+    (YAML: priority -> regular expressions of node group names). What the autoscaler itself would
+    refuse is a problem at ``where.data.priorities``, and no rules at all: the autoscaler then filters
+    nothing, and its choice is not foreseeable."""
+    path = f"{where}.data.priorities" if where else "data.priorities"
+    data = configmap.get("data") if isinstance(configmap, Mapping) else None
+    text = data.get("priorities") if isinstance(data, Mapping) else None
+    expected = "expected YAML that maps each priority (a whole number) to a list of regular expressions"
+    if not isinstance(text, str) or len(text) > 1_000_000:
+        problems.append(Problem(path, expected))
+        return {}
+    try:
+        parsed = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, Mapping) or not parsed:
+        problems.append(Problem(path, expected))
+        return {}
+    out: dict[int, list[str]] = {}
+    before = len(problems)
+    for prio, exprs in parsed.items():
+        if isinstance(prio, bool) or not isinstance(prio, int):
+            problems.append(Problem(f"{path}.{prio}", "expected a whole number as the priority"))
+            continue
+        if not isinstance(exprs, list) or not all(isinstance(e, str) for e in exprs):
+            problems.append(Problem(f"{path}.{prio}", "expected a list of regular expressions"))
+            continue
+        for e in exprs:
+            try:
+                re.compile(e)
+            except re.error as exc:
+                problems.append(Problem(f"{path}.{prio}", f"cannot read the expression {e!r}: {exc}"))
+        out[prio] = list(exprs)
+    return out if len(problems) == before else {}

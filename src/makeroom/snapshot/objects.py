@@ -34,6 +34,7 @@ from makeroom.model import (
     Workload,
     limits,
 )
+from makeroom.model.expander import PRIORITY_CONFIGMAP, group_priorities
 from makeroom.model.quantity import MAX_DURATION, MAX_QUANTITY
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
@@ -58,6 +59,7 @@ from makeroom.snapshot.groups import (
     group_of,
     parse_taints,
     read_autoscaler_status,
+    read_priority_expander,
 )
 from makeroom.snapshot.nodepools import KINDS as KARPENTER_KINDS
 from makeroom.snapshot.nodepools import Karpenter, pool_group, upcoming
@@ -125,6 +127,9 @@ class _Builder:
     replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
     status_where: str = "the autoscaler status"
+    priorities: Mapping[str, Any] | None = None  # the priority expander's ConfigMap
+    priorities_where: str = "the priority expander's ConfigMap"
+    priority_rules: dict[int, list[str]] | None = None
     unknown_groups: list[str] | None = None  # given: a group nothing bounds is fixed, and named here
     karpenter: Karpenter = field(default_factory=Karpenter)  # NodePools and NodeClaims
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
@@ -169,6 +174,8 @@ class _Builder:
             self.autoscaler(meta, _map(obj, "spec"))
         elif kind == "ConfigMap" and meta.get("name") == STATUS_CONFIGMAP and self.status is None:
             self.status, self.status_where = obj, where
+        elif kind == "ConfigMap" and meta.get("name") == PRIORITY_CONFIGMAP and self.priorities is None:
+            self.priorities, self.priorities_where = obj, where
         elif kind in KARPENTER_KINDS:
             self.karpenter.add(obj, where, self.problems.items)
         elif not isinstance(kind, str):
@@ -576,6 +583,9 @@ def state_from_objects(
         for where, obj in _flatten(objects, prefix, b):
             b.add(where, obj)
         node_groups = _node_groups(b, source)
+        if b.priorities is not None:  # the cluster's own: read what it can, say what it cannot
+            found = b.skipped if b.skipped is not None else b.problems.items
+            b.priority_rules = read_priority_expander(b.priorities, b.priorities_where, found)
         if b.problems.items:
             raise InputError(source, b.problems.items)
         return _assemble(b, node_groups, source)
@@ -741,6 +751,8 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
     coming = upcoming(b.karpenter.claims, {g.name: g for g in groups}, {n.name for n in b.nodes})
     kind = AutoscalerKind.KARPENTER if b.karpenter.pools else AutoscalerKind.CLUSTER_AUTOSCALER
     state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)), autoscaler=kind)
+    if b.priority_rules is not None:
+        state.expander_priorities = group_priorities(b.priority_rules, state.groups)
     problems: list[Problem] = []
     seen_nodes: set[str] = set()
     for n in [*b.nodes, *coming]:

@@ -1,0 +1,80 @@
+"""The planner's policy of a controller's configuration: the one place it is derived, for the
+controller's rounds (``Relocations.policy``, with what it holds in flight) and for ``makeroom plan``
+(with nothing in flight), so that both take the same decision on the same cluster."""
+
+from __future__ import annotations
+
+from makeroom.controller.config import ControllerConfig, Strategy
+from makeroom.controller.scope import NamespaceLabels, Scope
+from makeroom.model.state import ClusterState
+from makeroom.planner import Policy
+from makeroom.planner.consolidate import ConsolidationPolicy
+
+EXACT_BUDGET = 2.0
+"""The exact joint search's deterministic time limit (about seconds) in a controller's round: well
+inside the autoscaler's 10 s scan. Mid-size problems are proven optimal in tens of milliseconds; past
+the limit the plan is the best found, never worse than the default search's that seeds it."""
+
+
+def relocation_policy(
+    config: ControllerConfig,
+    now: float,
+    *,
+    skip: frozenset[str] = frozenset(),
+    recently_moved: frozenset[str] = frozenset(),
+    pinned: frozenset[str] = frozenset(),
+    moves_in_flight: int = 0,
+) -> Policy:
+    """The policy a round plans with: the config's knobs (cooldown, move limit, make-before-break
+    under ``migrate``, the autoscaler's expander), the exact joint search where OR-Tools is installed,
+    and what the caller holds out: pending pods not to plan for (``skip``), pods it keeps in place
+    (``pinned``: outside the scope, moving for a relocation under way), pods in their cooldown, and
+    the moves already in flight."""
+    return Policy(
+        now=now,
+        cooldown=config.cooldown,
+        max_moves_in_flight=config.max_moves_in_flight - moves_in_flight,
+        skip=skip,
+        recently_moved=recently_moved,
+        make_before_break=config.strategy is Strategy.MIGRATE,
+        pinned=pinned,
+        expander=config.autoscaler_expander,
+        exact_if_available=True,
+        exact_budget=EXACT_BUDGET,
+    )
+
+
+def plan_policy(
+    config: ControllerConfig,
+    scope: Scope,
+    state: ClusterState,
+    now: float,
+    namespaces: NamespaceLabels | None = None,
+) -> Policy:
+    """The policy of a round with nothing under way (``makeroom plan``): the pending pods outside the
+    scope's ``room_for`` side are not planned for, the pods outside its ``move`` side stay."""
+    labels = namespaces or {}
+    skip = frozenset(p.key for p in state.pending() if scope.room_for.refuses(p, labels) is not None)
+    return relocation_policy(config, now, skip=skip, pinned=scope.move.outside(state.pods, labels))
+
+
+def consolidation_policy(
+    config: ControllerConfig,
+    now: float,
+    *,
+    budget: int | None = None,
+    recently_moved: frozenset[str] = frozenset(),
+    pinned: frozenset[str] = frozenset(),
+    skip_nodes: frozenset[str] = frozenset(),
+) -> ConsolidationPolicy:
+    """The consolidation search's policy of a round: the config's cooldown, saving and move budget
+    (``budget``: what is left of it in the window; default all of it), and what the caller holds."""
+    return ConsolidationPolicy(
+        now=now,
+        cooldown=config.cooldown,
+        recently_moved=recently_moved,
+        max_moves=config.consolidation.max_moves if budget is None else budget,
+        min_saving=config.consolidation.min_saving,
+        skip_nodes=skip_nodes,
+        pinned=pinned,
+    )
