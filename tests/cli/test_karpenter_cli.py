@@ -40,7 +40,10 @@ def test_compare_text_gives_a_verdict_per_autoscaler() -> None:
     out = result.stdout
     # one table and one verdict per autoscaler, karpenter's first, its columns named by strategy alone
     flat = " ".join(out.split())  # titles wrap at the terminal's width
-    first, second = flat.find("side by side under karpenter"), flat.find("side by side under cluster-autoscaler")
+    first, second = (
+        flat.find("side by side under karpenter"),
+        flat.find("side by side under cluster-autoscaler"),
+    )
     assert 0 <= first < second, out
     assert out.count("best: ") == 2 and "none/karpenter" not in out and "/karpen" not in out
 

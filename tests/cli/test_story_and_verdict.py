@@ -98,7 +98,9 @@ def test_compare_ends_with_a_verdict() -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     flat = " ".join(out.split())  # the verdict's title wraps at the terminal's width
-    assert "verdict (goals in order: every pod placed; no unavailable replica·s in the moved workloads" in flat
+    assert (
+        "verdict (goals in order: every pod placed; no unavailable replica·s in the moved workloads" in flat
+    )
     assert (
         "best: migrate: text-generator Ready after 1m52s · 0 unavailable replica·s · 0 nodes bought · "
         "$0.23 over the simulated 20m00s"
@@ -126,7 +128,10 @@ def test_the_verdict_ranks_capacity_before_speed() -> None:
     found = verdict([run(2, s) for s in Strategy])
     assert found.best == (Strategy.MIGRATE,)
     assert found.fastest is Strategy.PREEMPTION
-    assert found.standing(Strategy.PREEMPTION).lost() == "630 unavailable replica·s (iris-classifier down to 12/15)"
+    assert (
+        found.standing(Strategy.PREEMPTION).lost()
+        == "630 unavailable replica·s (iris-classifier down to 12/15)"
+    )
 
 
 def many_workloads(tmp_path: Path, n: int) -> Path:

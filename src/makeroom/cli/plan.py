@@ -14,11 +14,11 @@ from makeroom.cli.common import (
     ExitStatus,
     JsonOpt,
     Output,
-    OutputOpt,
     emit,
     err_console,
     guarded,
     output_format,
+    output_option,
     say,
     usage_error,
 )
@@ -42,6 +42,9 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+PLAN_FORMATS = (Output.TABLE, Output.JSON, Output.YAML)
 
 
 def state_of_scenario(data: Any, file: str, at: float | None) -> tuple[ClusterState, float, str]:
@@ -132,7 +135,7 @@ def plan_cmd(
             show_default=False,
         ),
     ] = None,
-    output: OutputOpt = "",
+    output: Annotated[str, output_option(PLAN_FORMATS)] = "",
     json_out: JsonOpt = False,
     exact: Annotated[
         bool,
@@ -168,7 +171,7 @@ def plan_cmd(
     Exit status 3 when pods are pending (the plan says what would place them), 0 when none is."""
 
     def go() -> bool:
-        fmt = output_format(output, json_out, (Output.TABLE, Output.JSON, Output.YAML))
+        fmt = output_format(output, json_out, PLAN_FORMATS)
         when: float | None = None
         if at is not None:
             try:

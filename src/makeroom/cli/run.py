@@ -78,7 +78,7 @@ def _checked(option: str, rule: Callable[[Any], T], value: Any) -> T:
         usage_error(f"{option}: {exc}")
 
 
-def _seconds(name: str, value: str) -> float:
+def seconds_flag(name: str, value: str) -> float:
     """A duration flag; its range is the knob's own (``ControllerConfig.problems``)."""
     return _checked(name, limits.duration, value)
 
@@ -123,12 +123,15 @@ def run_cmd(
         typer.Option(
             "--namespace",
             "-n",
+            metavar="NS",
             help="Both sides of the scope: as --room-for-namespace NS --move-namespace NS (repeat).",
         ),
     ] = None,
     room_for_namespace: Annotated[
         list[str] | None,
-        typer.Option("--room-for-namespace", help="Make room only for pending pods of these namespaces."),
+        typer.Option(
+            "--room-for-namespace", metavar="NS", help="Make room only for pending pods of these namespaces."
+        ),
     ] = None,
     room_for_namespace_selector: Annotated[
         str,
@@ -141,12 +144,14 @@ def run_cmd(
     room_for_priority_class: Annotated[
         list[str] | None,
         typer.Option(
-            "--room-for-priority-class", help="Make room only for pending pods of these PriorityClasses."
+            "--room-for-priority-class",
+            metavar="CLASS",
+            help="Make room only for pending pods of these PriorityClasses.",
         ),
     ] = None,
     move_namespace: Annotated[
         list[str] | None,
-        typer.Option("--move-namespace", help="Move only pods of these namespaces (repeat)."),
+        typer.Option("--move-namespace", metavar="NS", help="Move only pods of these namespaces (repeat)."),
     ] = None,
     move_namespace_selector: Annotated[
         str,
@@ -157,12 +162,15 @@ def run_cmd(
     ] = DEFAULT_SELECTOR,
     move_priority_class: Annotated[
         list[str] | None,
-        typer.Option("--move-priority-class", help="Move only pods of these PriorityClasses (repeat)."),
+        typer.Option(
+            "--move-priority-class", metavar="CLASS", help="Move only pods of these PriorityClasses (repeat)."
+        ),
     ] = None,
     records_namespace: Annotated[
         str,
         typer.Option(
-            "--records-namespace", help="Where makeroom keeps its Relocation and Consolidation records."
+            "--records-namespace",
+            help="Where makeroom keeps its Relocation, Consolidation and Cooldown records.",
         ),
     ] = RUN.records_namespace,
     interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = duration_text(
@@ -240,7 +248,7 @@ def run_cmd(
         float, typer.Option("--qps", help="Client rate limit: requests per second.")
     ] = CONNECT.qps,
     burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = CONNECT.burst,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
+    log_level: Annotated[str, typer.Option("--log-level", help=f"{', '.join(LOG_LEVELS)}.")] = "info",
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging
@@ -254,16 +262,16 @@ def run_cmd(
         usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
     config = ControllerConfig(
         strategy=Strategy(strategy),
-        interval=_seconds("--interval", interval),
-        timeout=_seconds("--timeout", timeout),
-        cooldown=_seconds("--cooldown", cooldown),
+        interval=seconds_flag("--interval", interval),
+        timeout=seconds_flag("--timeout", timeout),
+        cooldown=seconds_flag("--cooldown", cooldown),
         max_moves_in_flight=max_moves,
         consolidation=ConsolidationConfig(
             enabled=consolidate,
             min_saving=consolidation_min_saving,
             max_moves=consolidation_max_moves,
-            window=_seconds("--consolidation-window", consolidation_window),
-            wait=_seconds("--consolidation-wait", consolidation_wait),
+            window=seconds_flag("--consolidation-window", consolidation_window),
+            wait=seconds_flag("--consolidation-wait", consolidation_wait),
         ),
         autoscaler_expander=_checked("--autoscaler-expander", expander, autoscaler_expander),
     )

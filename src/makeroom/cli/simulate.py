@@ -174,7 +174,8 @@ def _print_run(result: Result, wide: bool = False) -> None:
 
 
 StrategiesOpt = Annotated[
-    str | None, typer.Option(help="Comma-separated strategies; default: every available one.")
+    str | None,
+    typer.Option(help=f"Comma-separated strategies ({', '.join(Strategy)}); default: all of them."),
 ]
 
 
@@ -201,8 +202,8 @@ def compare_cmd(
     autoscalers: AutoscalersOpt = None,
 ) -> None:
     """Run one scenario under several strategies: side by side, then a verdict per strategy and which
-    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler
-    (columns named strategy/autoscaler), and a verdict per autoscaler.
+    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler:
+    a table and a verdict per autoscaler.
 
     Past eight workloads the table shows the most affected and sums the others (-o wide: every one).
     Exit status 3 when every strategy leaves pods pending at the end."""
@@ -270,7 +271,8 @@ def demo_cmd(
     ] = Path("makeroom-demo.html"),
     no_report: Annotated[bool, typer.Option("--no-report", help="Write no picture.")] = False,
 ) -> None:
-    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966.
+    """Compare the strategies on the four bundled seed scenarios: seeds 1 to 3 of cortex issue 1966 (room
+    for a GPU replica), seed 4 of cortex issue 1965 (consolidation onto cheaper groups).
 
     Exit status 3 when, in some scenario, every strategy leaves pods pending at the end."""
 
