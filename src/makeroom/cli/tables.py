@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from rich import box
 from rich.table import Table
 
-from makeroom.report.impact import TOP_WORKLOADS, rank_workloads, split
+from makeroom.report.impact import REMOVALS, TOP_WORKLOADS, UNAVAILABLE, rank_workloads, shown_removals, split
 from makeroom.report.story import as_text, story
 from makeroom.report.units import duration, money, money_parts
 from makeroom.report.verdict import Verdict
@@ -20,21 +20,6 @@ def _n(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}"
-
-
-REMOVALS = {
-    Removal.EVICTED: "evicted",
-    Removal.PREEMPTED: "preempted",
-    Removal.REPLACED: "removed after its replacement was Ready",
-}
-"""How pods were removed, as the tables name it (docs/report.md); ``evicted`` counts Evictions only."""
-
-UNAVAILABLE = "unavailable replica·s"
-
-
-def shown_removals(counts: Sequence[Mapping[Removal, int]]) -> list[Removal]:
-    """Evictions always; preemptions and replacements only when some run had one."""
-    return [h for h in Removal if h is Removal.EVICTED or any(c.get(h, 0) for c in counts)]
 
 
 def simulated(results: Sequence[Result]) -> str:
