@@ -65,10 +65,20 @@ def test_migrate_timeline_tells_every_step_of_the_relocation() -> None:
         )
 
 
+def test_migrate_never_says_a_replacement_replaces_a_removed_pod() -> None:
+    """Under migrate the surge replicas start while the moved pods still run: nothing is removed yet."""
+    migrate = timeline_of(cli("simulate", seed(2), "--strategy", "migrate").stdout)
+    waits = [line for line in migrate if "FailedScheduling" in line and "replaces" in line]
+    assert waits and all("replaces a moved pod, which stays until this one is Ready" in x for x in waits)
+    assert not any("removed pod" in line for line in migrate)
+    evict = timeline_of(cli("simulate", seed(2), "--strategy", "evict").stdout)
+    assert any("FailedScheduling" in x and "it replaces a removed pod" in x for x in evict)
+
+
 def test_the_autoscaler_says_for_whom_and_why() -> None:
     evict = timeline_of(cli("simulate", seed(4), "--strategy", "evict").stdout)
     (up,) = [line for line in evict if "TriggeredScaleUp" in line]
-    assert "adds 1 cpu node for 5 pending pods (5 of them replacing removed pods)" in up
+    assert "adds 1 cpu node for 5 pending pods (5 of them replacing moved pods)" in up
     assert any("Consolidating" in line and "saves $0.36/h" in line for line in evict)
     assert any("ScaleDown" in line and "node/gpu-0: empty" in line for line in evict)
     none = timeline_of(cli("simulate", seed(1), "--strategy", "none").stdout)
