@@ -35,7 +35,8 @@ p.lead { color: #555; margin-top: 0; max-width: 70em; }
 .verdict p { margin: 4px 0; }
 .verdict .best { font-weight: 600; }
 .verdict table.standings { margin: 6px 0 2px; }
-.verdict table.standings td:nth-child(4), .verdict table.standings th:nth-child(4) { text-align: left; white-space: normal; }
+.verdict table.standings td:nth-child(4),
+.verdict table.standings th:nth-child(4) { text-align: left; white-space: normal; }
 .verdict tr.best td { font-weight: 600; }
 .figures { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; }
 figure { margin: 6px 0; max-width: 100%; }
