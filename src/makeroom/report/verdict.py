@@ -117,7 +117,8 @@ class Verdict:
     def header(self) -> str:
         return (
             f"verdict (goals in order: {'; '.join(self.goals())}); "
-            f"Ready after: {self.top_label}'s time to Ready; costs over {self.window()}"
+            f"Ready after: until {self.top_label} {'was' if len(self.top) == 1 else 'were'} Ready; "
+            f"costs over {self.window()}"
         )
 
     def columns(self) -> tuple[str, ...]:
