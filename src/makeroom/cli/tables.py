@@ -29,17 +29,17 @@ def simulated(results: Sequence[Result]) -> str:
 
 def run_tables(result: Result) -> list[Table]:
     workloads = Table(title=f"{result.scenario} · strategy {result.label}", title_justify="left")
-    workloads.add_column("workload", no_wrap=True)
-    removals = shown_removals([w.removed for w in result.workloads.values()])
-    heads = ["priority", "desired", "Ready at end", "time to Ready", "lowest Ready", UNAVAILABLE]
+    workloads.add_column("workload (priority)", no_wrap=True)
+    # one run: only the ways its pods went (evicted, 0, when none went), so that it fits 80 columns
+    removals = [h for h in Removal if any(w.removed.get(h, 0) for w in result.workloads.values())]
+    removals = removals or [Removal.EVICTED]
+    heads = ["Ready at end / desired", "time to Ready", "lowest Ready", UNAVAILABLE]
     for col in [*heads, *(REMOVALS[h] for h in removals)]:
         workloads.add_column(col, justify="right", no_wrap=True)
     for name, w in result.workloads.items():
         workloads.add_row(
-            name,
-            str(w.priority),
-            str(w.desired),
-            str(w.ready_at_end),
+            f"{name} ({w.priority})",
+            f"{w.ready_at_end}/{w.desired}",
             duration(w.time_to_ready_s),
             _n(w.min_ready),
             _n(w.unavailable_replica_seconds),
