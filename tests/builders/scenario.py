@@ -27,7 +27,7 @@ def group(name: str, cpu: str = "4", mem: str = "16Gi", gpu: int = 0, **kw: Any)
     capacity: dict[str, Any] = {"cpu": cpu, "memory": mem, "pods": 110}
     if gpu:
         capacity["nvidia.com/gpu"] = gpu
-    return {"name": name, "capacity": capacity, "min": 0, "max": 1, "initial": 1, **kw}
+    return {"name": name, "capacity": capacity, "min": 0, "max": 1, "initial": 1, "price_per_hour": 0, **kw}
 
 
 def workload(name: str, replicas: int, cpu: str = "1", mem: str = "1Gi", **kw: Any) -> dict[str, Any]:

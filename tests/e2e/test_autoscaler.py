@@ -22,6 +22,7 @@ SCENARIO = textwrap.dedent(
         min: 1
         max: 2
         initial: 1
+        price_per_hour: 0.1
         provision_time: 20s
     autoscaler: {scan_interval: 10s}
     workloads:

@@ -75,6 +75,7 @@ def _seed_like() -> dict[str, object]:
                 "capacity": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
                 "max": 2,
                 "initial": 1,
+                "price_per_hour": 0.53,
                 "provision_time": "4m",
             },
         ],

@@ -151,12 +151,27 @@ def test_html_has_one_side_by_side_table_with_the_numbers_of_each_run(
         label = next(k for k in body if k.startswith(f"{name} (priority"))
         assert body[label] == [duration(r.workloads[name].time_to_ready_s) for r in seed2]
     assert body["pods removed (all workloads)"] == [f"{r.evictions:,}" for r in seed2]
-    assert body["cost (simulated time)"] == [money(r.cost) for r in seed2]
+    assert body["cost over the simulated 20m00s"] == [money(r.cost) for r in seed2]
+    # "evicted" counts Evictions only: preemption's victims have their own row, and the rows add up
+    iris = [r.workloads["iris-classifier"] for r in seed2]
+    kinds = [k for k in body if k.startswith("pods ") and k != "pods removed (all workloads)"]
+    assert "pods evicted" in kinds and "pods preempted" in kinds
+    assert [sum(int(body[k][i]) for k in kinds if k != "pods pending at end") for i in range(len(seed2))] == [
+        w.evicted for w in iris
+    ]
     assert body["pods pending at end"] == [str(len(r.pending_at_end)) for r in seed2]
 
 
 def test_html_tells_what_happened_and_the_verdict(comparison_page: str) -> None:
-    assert '<div class="verdict"><p class="best">best: preemption' in comparison_page
+    # the goals that explain the standings come first, then who won, then the standings as a table
+    start = comparison_page.index('<div class="verdict"><p>verdict (goals in order: ')
+    verdict = comparison_page[start : comparison_page.index("</div>", start)]
+    assert verdict.index("verdict (goals") < verdict.index('<p class="best">best: preemption')
+    assert verdict.index("best: preemption") < verdict.index('<table class="standings">')
+    assert (
+        verdict.count("<tr") == 1 + len({"none", "preemption"})
+        and "<th>unavailable replica·s</th>" in verdict
+    )
     assert (
         "What happened under none" in comparison_page and "What happened under preemption" in comparison_page
     )

@@ -12,6 +12,7 @@ from rich.table import Table
 from makeroom.cli.app import app
 from makeroom.cli.common import Output, console, format_or_file, guarded, usage_error
 from makeroom.cli.common import emit as emit_data
+from makeroom.cli.fit import print_table
 from makeroom.cli.progress import sim_progress
 from makeroom.cli.wiring import bundled_scenarios
 from makeroom.model import limits
@@ -48,7 +49,7 @@ def emit(data: dict[str, Any], json_out: bool, output: str | None, write: Path |
     if fmt.data:
         emit_data(data, fmt)
     else:
-        console.print(table)
+        print_table(console, table)
         if target is not None:
             console.print(f"JSON: {target}")
 
@@ -78,18 +79,23 @@ def bench_sim(
     def go() -> None:
         with sim_progress() as bar:
             data = run_sim_bench(bundled_scenarios(), nodes, pods, hours, bar.track)
-        table = Table(title=f"makeroom bench sim · bare loop {data['baseline']['events_per_s']:,} ev/s")
-        for col in ("run", "wall s", "events", "events/s", "goal s", "ok"):
-            table.add_column(col, justify="left" if col == "run" else "right")
-        for row in [*data["seeds"], data["churn"]]:
-            table.add_row(
-                row["name"],
-                f"{row['wall_s']:.3f}",
-                f"{row['events']:,}",
-                f"{row['events_per_s']:,}",
-                f"{row['goal_s']:g}",
-                "yes" if row["meets_goal"] else "[red]no[/]",
-            )
-        emit(data, json_out, output, write, table)
+        emit(data, json_out, output, write, sim_table(data))
 
     guarded(go)
+
+
+def sim_table(data: dict[str, Any]) -> Table:
+    """The result of ``bench sim`` for a person: one row per run."""
+    table = Table(title=f"makeroom bench sim · bare loop {data['baseline']['events_per_s']:,} ev/s")
+    for col in ("run", "wall s", "events", "events/s", "goal s", "ok"):
+        table.add_column(col, justify="left" if col == "run" else "right", no_wrap=col != "run")
+    for row in [*data["seeds"], data["churn"]]:
+        table.add_row(
+            row["name"],
+            f"{row['wall_s']:.3f}",
+            f"{row['events']:,}",
+            f"{row['events_per_s']:,}",
+            f"{row['goal_s']:g}",
+            "yes" if row["meets_goal"] else "[red]no[/]",
+        )
+    return table

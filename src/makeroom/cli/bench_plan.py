@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -34,48 +34,54 @@ def bench_plan(
 
     def go() -> None:
         data = run_plan_bench(progress, quick=quick)
-        table = Table(title="makeroom bench plan")
-        columns = (
-            "cluster",
-            "build s",
-            "alone p50/p99 ms",
-            "10 waiting ms/pod p50/p99",
-            "per-pod planner",
-            "100 waiting s",
-            "per-pod planner",
-            "preemption p50 ms",
-            "peak MiB",
-        )
-        for col in columns:
-            table.add_column(col, justify="left" if col == "cluster" else "right")
-        for row in data["sizes"]:
-            if "error" in row:
-                table.add_row(row["size"]["name"], "error: " + " ".join(row["error"]), *[""] * 7)
-                continue
-            joint, alone = row["waiting"]["default"], row["waiting"]["per_pod"]
-            table.add_row(
-                row["size"]["name"],
-                f"{row['build_s']:.2f}",
-                f"{row['plan_single_ms']['p50']:.1f}/{row['plan_single_ms']['p99']:.1f}",
-                _pair(joint["ms_per_pod_with_10"]),
-                _pair(alone["ms_per_pod_with_10"]),
-                f"{joint['all_at_once']['total_s']:.2f}",
-                f"{alone['all_at_once']['total_s']:.2f}",
-                f"{row['baseline_find_preemption_ms']['p50']:.1f}",
-                f"{row['peak_mib']:.0f}",
-            )
-        mid = data["midsize"]
-        if "error" in mid:
-            table.caption = "mid-size: " + " ".join(mid["error"])
-        else:
-            table.caption = f"mid-size joint plans ({mid['clusters']} clusters): " + "; ".join(
-                f"{name} p50 {mid[name]['p50_s'] * 1000:.0f} ms, max {mid[name]['max_s'] * 1000:.0f} ms"
-                + (f", optimal {mid[name]['equals_optimum']}" if "equals_optimum" in mid[name] else "")
-                for name in ("default", "exact", "per_pod")
-            )
-        emit(data, json_out, output, write, table)
+        emit(data, json_out, output, write, plan_table(data))
 
     guarded(go)
+
+
+def plan_table(data: dict[str, Any]) -> Table:
+    """The result of ``bench plan`` for a person: one row per cluster size, the mid-size joint plans
+    in the caption."""
+    table = Table(title="makeroom bench plan")
+    columns = (
+        "cluster",
+        "build s",
+        "alone p50/p99 ms",
+        "10 waiting ms/pod p50/p99",
+        "10 waiting, per-pod planner",
+        "100 waiting s",
+        "100 waiting, per-pod planner",
+        "preemption p50 ms",
+        "peak MiB",
+    )
+    for col in columns:
+        table.add_column(col, justify="left" if col == "cluster" else "right")
+    for row in data["sizes"]:
+        if "error" in row:
+            table.add_row(row["size"]["name"], "error: " + " ".join(row["error"]), *[""] * 7)
+            continue
+        joint, alone = row["waiting"]["default"], row["waiting"]["per_pod"]
+        table.add_row(
+            row["size"]["name"],
+            f"{row['build_s']:.2f}",
+            f"{row['plan_single_ms']['p50']:.1f}/{row['plan_single_ms']['p99']:.1f}",
+            _pair(joint["ms_per_pod_with_10"]),
+            _pair(alone["ms_per_pod_with_10"]),
+            f"{joint['all_at_once']['total_s']:.2f}",
+            f"{alone['all_at_once']['total_s']:.2f}",
+            f"{row['baseline_find_preemption_ms']['p50']:.1f}",
+            f"{row['peak_mib']:.0f}",
+        )
+    mid = data["midsize"]
+    if "error" in mid:
+        table.caption = "mid-size: " + " ".join(mid["error"])
+    else:
+        table.caption = f"mid-size joint plans ({mid['clusters']} clusters): " + "; ".join(
+            f"{name} p50 {mid[name]['p50_s'] * 1000:.0f} ms, max {mid[name]['max_s'] * 1000:.0f} ms"
+            + (f", optimal {mid[name]['equals_optimum']}" if "equals_optimum" in mid[name] else "")
+            for name in ("default", "exact", "per_pod")
+        )
+    return table
 
 
 def _pair(stats: dict[str, float]) -> str:

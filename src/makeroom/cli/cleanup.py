@@ -9,7 +9,7 @@ import typer
 
 from makeroom.cli.app import app
 from makeroom.cli.common import err_console, say
-from makeroom.cli.run import RUN, AsOpt, ContextOpt, KubeconfigOpt, connect_or_exit
+from makeroom.cli.run import RUN, AsOpt, ContextOpt, KubeconfigOpt, connect_or_exit, seconds_flag
 
 
 @app.command("cleanup")
@@ -18,7 +18,11 @@ def cleanup_cmd(
     context: ContextOpt = None,
     impersonate: AsOpt = None,
     records_namespace: Annotated[
-        str, typer.Option("--records-namespace", help="Where makeroom keeps its records (its namespace).")
+        str,
+        typer.Option(
+            "--records-namespace",
+            help="Where makeroom keeps its Relocation, Consolidation and Cooldown records (its namespace).",
+        ),
     ] = RUN.records_namespace,
     lease_namespace: Annotated[
         str, typer.Option("--lease-namespace", help="Namespace of makeroom's Lease.")
@@ -44,13 +48,16 @@ def cleanup_cmd(
     autoscaler_namespace: Annotated[
         str, typer.Option("--autoscaler-namespace", help="Namespace of cluster-autoscaler-status.")
     ] = RUN.autoscaler_namespace,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to give up after.")] = 120.0,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="Give up after this long (30s, 2m; a plain number is seconds).")
+    ] = "2m",
 ) -> None:
     """Roll back every relocation, give up every consolidation and remove every mark makeroom left
     (annotations, taints, surges, records): what an uninstall needs first. Safe to run again."""
     from makeroom.kube.cleanup import CleanupError, CleanupOptions, clean_up
     from makeroom.kube.client import KubeError
 
+    give_up = seconds_flag("--timeout", timeout)
     api, where = connect_or_exit(kubeconfig, context, impersonate)
     opts = CleanupOptions(
         records_namespace=records_namespace,
@@ -58,7 +65,7 @@ def cleanup_cmd(
         lease_name=lease_name,
         controller_deployment=controller_deployment,
         autoscaler_namespace=autoscaler_namespace,
-        timeout=timeout,
+        timeout=give_up,
     )
     say(f"cleaning up makeroom on {where}")
     try:

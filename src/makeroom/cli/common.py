@@ -107,16 +107,14 @@ class Output(StrEnum):
         return self in (Output.JSON, Output.YAML)
 
 
-OutputOpt = Annotated[
-    str,
-    typer.Option(
-        "--output",
-        "-o",
-        metavar="FORMAT",
-        help="table, wide (every workload), json or yaml.",
-        show_default=False,
-    ),
-]
+def output_option(allowed: Sequence[Output] = tuple(Output)) -> Any:
+    """``-o``, its help listing exactly the formats the command accepts (``output_format``'s)."""
+    names = [f"{o.value} (every workload)" if o is Output.WIDE else o.value for o in allowed]
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+    return typer.Option("--output", "-o", metavar="FORMAT", help=f"{listed}.", show_default=False)
+
+
+OutputOpt = Annotated[str, output_option()]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The same as -o json.")]
 
 

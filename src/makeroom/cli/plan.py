@@ -15,11 +15,11 @@ from makeroom.cli.common import (
     ExitStatus,
     JsonOpt,
     Output,
-    OutputOpt,
     emit,
     err_console,
     guarded,
     output_format,
+    output_option,
     say,
     usage_error,
 )
@@ -37,6 +37,7 @@ from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
 from makeroom.planner.consolidate import Consolidation
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
+from makeroom.planner.types import Objective
 from makeroom.report.units import count, duration, per_hour
 from makeroom.scenario import Scenario, parse_scenario, read_data, read_yaml
 from makeroom.snapshot import GroupConfig, is_kube_dump, parse_group_config, state_from_objects
@@ -49,6 +50,9 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+PLAN_FORMATS = (Output.TABLE, Output.JSON, Output.YAML)
 
 
 def state_of_scenario(scenario: Scenario, at: float | None, seed: int = 0) -> tuple[ClusterState, float, str]:
@@ -224,7 +228,7 @@ def plan_cmd(
             show_default=False,
         ),
     ] = None,
-    output: OutputOpt = "",
+    output: Annotated[str, output_option(PLAN_FORMATS)] = "",
     json_out: JsonOpt = False,
     exact: Annotated[
         bool | None,
@@ -308,7 +312,7 @@ def plan_cmd(
     when none is."""
 
     def go() -> bool:
-        fmt = output_format(output, json_out, (Output.TABLE, Output.JSON, Output.YAML))
+        fmt = output_format(output, json_out, PLAN_FORMATS)
         when: float | None = None
         if at is not None:
             try:
@@ -420,14 +424,46 @@ def print_plan(result: Plan, origin: str) -> None:
         say("  " + optimality_line(result))
 
 
+# What each part of the objective means to a reader, as proven and as still open (planner.LEVELS).
+_PROVEN = {
+    "placed": "no plan places more of the pending pods",
+    "cost_per_hour": "none buys cheaper new nodes",
+    "new_nodes": "none buys fewer new nodes at that cost",
+    "moves": "none moves fewer pods",
+    "moved_priority": "none moves pods of lower priority",
+}
+
+
+def _open(level: str, plan: Objective, bound: Objective) -> str:
+    """The part where a better plan may exist, and by how much at most."""
+    if level == "placed":
+        return "a plan that places more of the pending pods may exist"
+    if level == "cost_per_hour":
+        return f"a plan up to {per_hour(plan.cost - bound.cost)} cheaper in new nodes may exist"
+    if level == "new_nodes":
+        n = plan.new_nodes - bound.new_nodes
+        return f"a plan with up to {n} fewer new {'node' if n == 1 else 'nodes'} may exist"
+    if level == "moves":
+        n = plan.moves - bound.moves
+        return f"a plan with up to {n} fewer {'move' if n == 1 else 'moves'} may exist"
+    return "a plan that moves pods of lower priority may exist"
+
+
 def optimality_line(result: Plan) -> str:
-    """Whether the plan is proven optimal, or the best found and how far from the bound."""
+    """Whether the plan is proven the best possible, in words: what is proven, and what is not."""
     o = result.optimality
     assert o is not None
+    levels = list(_PROVEN)
     if o.proof is Proof.OPTIMAL:
-        return f"optimal (proven, {o.search}): {o.objective.human()}"
-    hint = "" if o.search.startswith("exact") else "; --exact searches for the optimum"
-    return (
-        f"best found ({o.search}, not proven optimal): {o.objective.human()}; "
-        f"no plan beats {o.bound.human()} (first open: {o.gap}){hint}"
+        return (
+            f"this plan is the best possible: {'; '.join(_PROVEN.values())} (proven by the {o.search} search)"
+        )
+    gap = o.gap or levels[-1]
+    proven = [_PROVEN[x] for x in levels[: levels.index(gap)]]
+    said = f"proven: {'; '.join(proven)}; not proven: " if proven else "not proven optimal: "
+    hint = (
+        "; the exact search ran out of time before proving more"
+        if result.stats.exact or o.search.startswith("exact")
+        else "; --exact can prove it or find it"
     )
+    return f"{said}{_open(gap, o.objective, o.bound)} (this plan: {o.objective.human()}){hint}"

@@ -79,7 +79,7 @@ def _checked(option: str, rule: Callable[[Any], T], value: Any) -> T:
         usage_error(f"{option}: {exc}")
 
 
-def _seconds(name: str, value: str) -> float:
+def seconds_flag(name: str, value: str) -> float:
     """A duration flag; its range is the knob's own (``ControllerConfig.problems``)."""
     return _checked(name, limits.duration, value)
 
@@ -130,16 +130,16 @@ def config_of_flags(
     window, wait = consolidation_times
     config = ControllerConfig(
         strategy=Strategy(strategy),
-        interval=_seconds(at + "--interval", interval),
-        timeout=_seconds(at + "--timeout", timeout),
-        cooldown=_seconds(at + "--cooldown", cooldown),
+        interval=seconds_flag(at + "--interval", interval),
+        timeout=seconds_flag(at + "--timeout", timeout),
+        cooldown=seconds_flag(at + "--cooldown", cooldown),
         max_moves_in_flight=max_moves,
         consolidation=ConsolidationConfig(
             enabled=enabled,
             min_saving=min_saving,
             max_moves=most,
-            window=_seconds(at + "--consolidation-window", window),
-            wait=_seconds(at + "--consolidation-wait", wait),
+            window=seconds_flag(at + "--consolidation-window", window),
+            wait=seconds_flag(at + "--consolidation-wait", wait),
         ),
         autoscaler_expander=_checked(at + "--autoscaler-expander", expander, autoscaler_expander),
     )
@@ -193,12 +193,15 @@ def run_cmd(
         typer.Option(
             "--namespace",
             "-n",
+            metavar="NS",
             help="Both sides of the scope: as --room-for-namespace NS --move-namespace NS (repeat).",
         ),
     ] = None,
     room_for_namespace: Annotated[
         list[str] | None,
-        typer.Option("--room-for-namespace", help="Make room only for pending pods of these namespaces."),
+        typer.Option(
+            "--room-for-namespace", metavar="NS", help="Make room only for pending pods of these namespaces."
+        ),
     ] = None,
     room_for_namespace_selector: Annotated[
         str,
@@ -211,12 +214,14 @@ def run_cmd(
     room_for_priority_class: Annotated[
         list[str] | None,
         typer.Option(
-            "--room-for-priority-class", help="Make room only for pending pods of these PriorityClasses."
+            "--room-for-priority-class",
+            metavar="CLASS",
+            help="Make room only for pending pods of these PriorityClasses.",
         ),
     ] = None,
     move_namespace: Annotated[
         list[str] | None,
-        typer.Option("--move-namespace", help="Move only pods of these namespaces (repeat)."),
+        typer.Option("--move-namespace", metavar="NS", help="Move only pods of these namespaces (repeat)."),
     ] = None,
     move_namespace_selector: Annotated[
         str,
@@ -227,12 +232,15 @@ def run_cmd(
     ] = DEFAULT_SELECTOR,
     move_priority_class: Annotated[
         list[str] | None,
-        typer.Option("--move-priority-class", help="Move only pods of these PriorityClasses (repeat)."),
+        typer.Option(
+            "--move-priority-class", metavar="CLASS", help="Move only pods of these PriorityClasses (repeat)."
+        ),
     ] = None,
     records_namespace: Annotated[
         str,
         typer.Option(
-            "--records-namespace", help="Where makeroom keeps its Relocation and Consolidation records."
+            "--records-namespace",
+            help="Where makeroom keeps its Relocation, Consolidation and Cooldown records.",
         ),
     ] = RUN.records_namespace,
     interval: Annotated[str, typer.Option(help="Seconds between reconciliations.")] = duration_text(
@@ -310,7 +318,7 @@ def run_cmd(
         float, typer.Option("--qps", help="Client rate limit: requests per second.")
     ] = CONNECT.qps,
     burst: Annotated[int, typer.Option("--burst", help="Client rate limit: burst.")] = CONNECT.burst,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning.")] = "info",
+    log_level: Annotated[str, typer.Option("--log-level", help=f"{', '.join(LOG_LEVELS)}.")] = "info",
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
     from makeroom.kube.logs import setup_json_logging

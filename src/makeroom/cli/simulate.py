@@ -21,8 +21,9 @@ from makeroom.cli.common import (
     output_format,
     say,
 )
+from makeroom.cli.fit import print_table
 from makeroom.cli.progress import sim_progress
-from makeroom.cli.tables import comparison_table, run_tables, timeline
+from makeroom.cli.tables import comparison_table, run_tables, timeline, verdict_table
 from makeroom.cli.wiring import (
     bundled_scenarios,
     check_strategy,
@@ -160,7 +161,7 @@ def simulate_cmd(
 
 def _print_run(result: Result, wide: bool = False) -> None:
     for table in run_tables(result):
-        console.print(table)
+        print_table(console, table)
     if result.pending_at_end:
         names = result.pending_at_end
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
@@ -173,16 +174,19 @@ def _print_run(result: Result, wide: bool = False) -> None:
 
 
 StrategiesOpt = Annotated[
-    str | None, typer.Option(help="Comma-separated strategies; default: every available one.")
+    str | None,
+    typer.Option(help=f"Comma-separated strategies ({', '.join(Strategy)}); default: all of them."),
 ]
 
 
-def print_comparison(results: list[Result], wide: bool) -> Verdict:
+def print_comparison(results: list[Result], wide: bool, under: bool = False) -> Verdict:
     """The side-by-side table, then the verdict: who meets the goals best, and at what price."""
-    console.print(comparison_table(results, wide=wide))
+    print_table(console, comparison_table(results, wide=wide, under=under))
     found = verdict(results)
-    for line in found.lines():
-        say(line)
+    if found.best:
+        print_table(console, verdict_table(found))
+        for line in found.conclusions():
+            say(line)
     return found
 
 
@@ -198,8 +202,8 @@ def compare_cmd(
     autoscalers: AutoscalersOpt = None,
 ) -> None:
     """Run one scenario under several strategies: side by side, then a verdict per strategy and which
-    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler
-    (columns named strategy/autoscaler), and a verdict per autoscaler.
+    one meets the goals best, at what price. With --autoscalers, each strategy under each autoscaler:
+    a table and a verdict per autoscaler.
 
     Past eight workloads the table shows the most affected and sums the others (-o wide: every one).
     Exit status 3 when every strategy leaves pods pending at the end."""
@@ -235,12 +239,11 @@ def compare_cmd(
 
 
 def _print_autoscalers(results: list[Result], kinds: list[AutoscalerKind], wide: bool) -> None:
-    """Every run side by side, then the verdict among each autoscaler's strategies."""
-    console.print(comparison_table(results, wide=wide))
-    for kind in kinds:
-        console.print(f"[bold]under {kind}[/]")
-        for line in verdict([r for r in results if r.autoscaler is kind]).lines():
-            say(line)
+    """Per autoscaler, its strategies side by side and the verdict among them."""
+    for i, kind in enumerate(kinds):
+        if i:
+            console.print()
+        print_comparison([r for r in results if r.autoscaler is kind], wide, under=True)
 
 
 def _comparison_json(
@@ -268,7 +271,8 @@ def demo_cmd(
     ] = Path("makeroom-demo.html"),
     no_report: Annotated[bool, typer.Option("--no-report", help="Write no picture.")] = False,
 ) -> None:
-    """Compare the strategies on the four bundled seed scenarios of cortex issue 1966.
+    """Compare the strategies on the four bundled seed scenarios: seeds 1 to 3 of cortex issue 1966 (room
+    for a GPU replica), seed 4 of cortex issue 1965 (consolidation onto cheaper groups).
 
     Exit status 3 when, in some scenario, every strategy leaves pods pending at the end."""
 

@@ -123,6 +123,14 @@ def price(value: object) -> float:
     return number(value, low=0.0, high=MAX_PRICE, what="a price per hour")
 
 
+MISSING_PRICE = (
+    "expected the price of one node per hour (a number of dollars; price_per_hour: 0 if its nodes cost "
+    "nothing on purpose): without it every cost reads $0"
+)
+"""A node's price left out: refused wherever a file describes nodes to buy, so that "the lowest cost"
+never rests on a silent $0."""
+
+
 def duration(value: object, *, positive: bool = False) -> float:
     """Seconds from a number or ``30s``, ``5m``, ``1h30m``: finite, at most ``MAX_DURATION``, and more
     than zero when ``positive``."""

@@ -6,6 +6,7 @@ so no display is needed and no global figure state is touched.
 
 from __future__ import annotations
 
+import textwrap
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,10 +23,20 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from makeroom.report.events import Mark, label_of, row_order, style_of
-from makeroom.report.impact import TOP_GROUPS, TOP_WORKLOADS, rank_groups, rank_workloads, split
+from makeroom.report.impact import (
+    TOP_GROUPS,
+    TOP_WORKLOADS,
+    UNAVAILABLE,
+    rank_groups,
+    rank_workloads,
+    removals_text,
+    split,
+)
 from makeroom.report.series import IntArray, RunView
+from makeroom.report.units import count, money
 from makeroom.report.units import duration as _duration
-from makeroom.report.units import money
+from makeroom.report.verdict import verdict
+from makeroom.sim.results import Result
 
 # Node groups and workloads take colours from two different families, so a group is never mistaken for
 # a workload; each keeps its colour in every panel and every column of a figure.
@@ -43,6 +54,9 @@ COLUMN_GAP = 0.3
 LEFT_W = 1.45  # row labels and tick labels
 RIGHT_W = 2.35  # legends
 TITLE_H = 0.66
+VERDICT_LINE_H = 0.2  # each line of the verdict under the title
+VERDICT_PT = 9.5
+CHARS_PER_INCH = 12.5  # of DejaVu Sans at VERDICT_PT, with room to spare: where the verdict wraps
 SUBTITLE_H = 0.36  # without the scenario's title: the strategy's name only
 OTHERS_COLOR = "#b5b5b5"
 XLABEL_H = 0.5
@@ -165,6 +179,7 @@ class Section:
     other_workloads: list[str] = field(default_factory=list)  # summed as one grey line there
     peers: list[RunView] = field(default_factory=list)  # the runs whose y-axes this one shares
     title: bool = True  # the scenario's name above the block (a page with its own headings: no)
+    verdict: list[str] = field(default_factory=list)  # who won, under the title (wrapped lines)
 
     @staticmethod
     def of(
@@ -184,6 +199,9 @@ class Section:
             g for g in dict.fromkeys(g for r in everyone for g in r.groups) if g not in ranked_groups
         ]
         groups, other_groups = split(ranked_groups, TOP_GROUPS)
+        # Stacked in one order in every panel, scenario and report (the palette's, by name): the band
+        # at the bottom is the same group wherever one looks.
+        groups = sorted(groups)
         workloads = _by_priority(everyone)
         ranked = [w for w in rank_workloads(results) if w in set(workloads)]
         ranked += [w for w in workloads if w not in ranked]
@@ -202,6 +220,8 @@ class Section:
         longest = max((r.duration_s for r in everyone), default=0.0)
         unit = 3600.0 if longest > HOURS_AFTER_S else 60.0
         palette = palette or Palette(groups, shown)
+        width = LEFT_W + COLUMN_W * len(runs) + COLUMN_GAP * (len(runs) - 1) + RIGHT_W
+        said = _verdict_lines([r.result for r in runs], width) if title else []
         return Section(
             list(runs),
             groups,
@@ -215,16 +235,17 @@ class Section:
             others,
             everyone,
             title,
+            said,
         )
 
     @property
+    def head(self) -> float:
+        """The height above the plots: the title and the verdict's lines, or the strategy's name."""
+        return (TITLE_H + VERDICT_LINE_H * len(self.verdict)) if self.title else SUBTITLE_H
+
+    @property
     def height(self) -> float:
-        return (
-            (TITLE_H if self.title else SUBTITLE_H)
-            + XLABEL_H
-            + sum(r.height for r in self.rows)
-            + ROW_GAP * (len(self.rows) - 1)
-        )
+        return self.head + XLABEL_H + sum(r.height for r in self.rows) + ROW_GAP * (len(self.rows) - 1)
 
     @property
     def plot_width(self) -> float:
@@ -272,7 +293,7 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
             "height_ratios": [r.height for r in rows],
             "left": LEFT_W / width,
             "right": (LEFT_W + section.plot_width) / width,
-            "top": 1.0 - (TITLE_H if section.title else SUBTITLE_H) / height,
+            "top": 1.0 - section.head / height,
             "bottom": XLABEL_H / height,
             "wspace": COLUMN_GAP / COLUMN_W,
             "hspace": ROW_GAP / (sum(r.height for r in rows) / len(rows)),
@@ -289,6 +310,18 @@ def _draw_section(fig: Figure | SubFigure, section: Section, width: float) -> No
             y=1.0 - 0.1 / height,
             ha="left",
             va="top",
+        )
+    for i, line in enumerate(section.verdict):
+        fig.text(
+            0.12 / width,
+            1.0 - (0.1 + 0.3 + VERDICT_LINE_H * i) / height,
+            line,
+            ha="left",
+            va="top",
+            fontsize=VERDICT_PT,
+            fontweight="bold" if line.startswith("best") else "normal",
+            color="#1b5e20" if line.startswith("best") else "#333333",
+            parse_math=False,  # "$0.29 ... $0.06" is money, not TeX
         )
     for col, run in enumerate(runs):
         column = [axes[i][col] for i in range(len(section.rows))]
@@ -618,7 +651,7 @@ def _legends(last: Sequence[Axes], section: Section) -> None:
             handles += [
                 Line2D([], [], color=NEUTRAL, linewidth=2.1, label="Ready"),
                 Line2D([], [], color=NEUTRAL, linewidth=1.3, linestyle=(0, (4, 2.5)), label="desired"),
-                Patch(facecolor=NEUTRAL, alpha=0.22, label="short of desired\n(area = replica·s)"),
+                Patch(facecolor=NEUTRAL, alpha=0.22, label=f"{UNAVAILABLE}\n(the area short of desired)"),
             ]
             ax.legend(handles=handles, **kw)
         elif row.kind == "events":
@@ -650,12 +683,27 @@ def _shade(color: str, amount: float) -> tuple[float, float, float]:
     return (r * amount, g * amount, b * amount)
 
 
+def _verdict_lines(results: Sequence[Result], width: float) -> list[str]:
+    """Who won and at what price (the verdict's conclusions), or one run's outcome, wrapped to the
+    figure's width."""
+    found = verdict(results)
+    if len(results) > 1:
+        said = found.conclusions()
+    else:
+        said = (
+            [f"{results[0].label}: {found.standings[0].summary(found.top_label)}"] if found.standings else []
+        )
+    wrap = max(40, int((width - 0.3) * CHARS_PER_INCH))
+    return [part for line in said for part in textwrap.wrap(line, wrap, subsequent_indent="    ")]
+
+
 def _run_summary(run: RunView) -> str:
     result = run.result
     added = sum(g.nodes_added for g in result.node_groups.values())
     removed = sum(g.nodes_removed for g in result.node_groups.values())
-    parts = [f"{result.evictions} evicted", f"nodes +{added}/{MINUS}{removed}", money(result.cost)]
-    return " · ".join(parts)
+    # How the pods went is told on each workload's panel; here only how many, to keep the line short.
+    pods = count(sum(result.removed.values()), "pod") + " removed"
+    return " · ".join([pods, f"nodes +{added}/{MINUS}{removed}", money(result.cost)])
 
 
 def _workload_summary(run: RunView, w: str) -> str:
@@ -674,7 +722,7 @@ def _workload_summary(run: RunView, w: str) -> str:
         parts.append(f"dipped to {low}/{desired}")
     short = wd.unavailable_replica_seconds
     if short > 0:
-        parts.append(f"{short:,.0f} replica·s short")
+        parts.append(f"{short:,.0f} {UNAVAILABLE}")
     if wd.evicted:
-        parts.append(f"{wd.evicted} evicted")
+        parts.append(removals_text(wd.removed))
     return " · ".join(parts) if parts else ("all Ready throughout" if desired else "")

@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from makeroom.report.impact import TOP_WORKLOADS, rank_workloads, split
+from makeroom.report.impact import (
+    REMOVALS,
+    TOP_WORKLOADS,
+    UNAVAILABLE,
+    rank_workloads,
+    shown_removals,
+    split,
+)
 from makeroom.report.story import Line, story
 from makeroom.report.units import duration, money
 from makeroom.report.verdict import verdict
@@ -27,7 +34,10 @@ p.lead { color: #555; margin-top: 0; max-width: 70em; }
            max-width: 100%; overflow-wrap: anywhere; }
 .verdict p { margin: 4px 0; }
 .verdict .best { font-weight: 600; }
-.verdict ul { margin: 4px 0; padding-left: 1.2em; }
+.verdict table.standings { margin: 6px 0 2px; }
+.verdict table.standings td:nth-child(4),
+.verdict table.standings th:nth-child(4) { text-align: left; white-space: normal; }
+.verdict tr.best td { font-weight: 600; }
 .figures { display: flex; flex-wrap: wrap; gap: 12px 24px; align-items: flex-start; }
 figure { margin: 6px 0; max-width: 100%; }
 figure svg { display: block; max-width: 100%; height: auto; }
@@ -55,8 +65,8 @@ _ID = re.compile(r'(\sid="|url\(#|xlink:href="#|\shref="#)([^"\)]+)')
 
 LEAD = (
     "Time runs left to right. Nodes are stacked by group (hatched: billed but not yet Ready); each "
-    "workload shows Ready replicas (solid) against desired (dashed), the shaded gap being unavailable "
-    "replica-seconds; then pending pods (makeroom's own surge replicas included while they wait) and "
+    "workload shows Ready replicas (solid) against desired (dashed), the shaded gap's area being its "
+    "unavailable replica·s; then pending pods (makeroom's own surge replicas included while they wait) and "
     "the events, one row per Kubernetes Event reason, as told in words under each strategy below."
 )
 
@@ -113,14 +123,16 @@ def comparison_table(results: Sequence[Result]) -> str:
         )
         row("lowest Ready", [f"<td>{num(x.min_ready)}</td>" if x else "<td>—</td>" for x in ws])
         row(
-            "unavailable replica·s",
+            UNAVAILABLE,
             [f"<td>{num(x.unavailable_replica_seconds)}</td>" if x else "<td>—</td>" for x in ws],
         )
         row(
             "Ready at end / desired",
             [f"<td>{x.ready_at_end}/{x.desired}</td>" if x else "<td>—</td>" for x in ws],
         )
-        row("pods evicted", [f"<td>{num(x.evicted)}</td>" if x else "<td>—</td>" for x in ws])
+        for how in shown_removals([x.removed for x in ws if x]):
+            cells = [f"<td>{num(x.removed.get(how, 0))}</td>" if x else "<td>—</td>" for x in ws]
+            row(f"pods {REMOVALS[how]}", cells)
     if others:
         groups: list[list[WorkloadResult]] = [
             [r.workloads[w] for w in others if w in r.workloads] for r in results
@@ -131,10 +143,10 @@ def comparison_table(results: Sequence[Result]) -> str:
             "workload",
         )
         row(
-            "unavailable replica·s",
+            UNAVAILABLE,
             [f"<td>{num(sum(x.unavailable_replica_seconds for x in ws))}</td>" for ws in groups],
         )
-        row("pods evicted", [f"<td>{num(sum(x.evicted for x in ws))}</td>" for ws in groups])
+        row("pods removed", [f"<td>{num(sum(x.evicted for x in ws))}</td>" for ws in groups])
     row("pods removed (all workloads)", [f"<td>{num(r.evictions)}</td>" for r in results], "workload")
     for g in dict.fromkeys(g for r in results for g in r.node_groups):
         gs = [r.node_groups.get(g) for r in results]
@@ -146,7 +158,8 @@ def comparison_table(results: Sequence[Result]) -> str:
             ],
         )
     row("pods pending at end", [f"<td>{num(len(r.pending_at_end))}</td>" for r in results], "workload")
-    row("cost (simulated time)", [f"<td>{money(r.cost)}</td>" for r in results], "workload")
+    window = duration(max(r.duration_s for r in results))
+    row(f"cost over the simulated {window}", [f"<td>{money(r.cost)}</td>" for r in results], "workload")
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -159,18 +172,22 @@ def _slowest(ws: Sequence[WorkloadResult]) -> str:
 
 
 def verdict_block(results: Sequence[Result]) -> str:
-    """Who meets the goals best and at what price, with one line per strategy."""
-    lines = verdict(results).lines()
-    if not lines:
+    """Who meets the goals best and at what price: the goals first (they explain the table), the
+    standings as a table (the best first), then the conclusions."""
+    found = verdict(results)
+    if not found.best:
         return ""
-    goals, *rest = lines
-    per_strategy = [x.strip() for x in rest if x.startswith("  ")]
-    conclusions = [x for x in rest if not x.startswith("  ")]
-    out = ['<div class="verdict">']
-    for i, c in enumerate(conclusions):
+    out = ['<div class="verdict">', f"<p>{escape(found.header())}</p>"]
+    for i, c in enumerate(found.conclusions()):
         out.append(f'<p class="{"best" if i == 0 else "fastest"}">{escape(c)}</p>')
-    out.append("<ul>" + "".join(f"<li>{escape(x)}</li>" for x in per_strategy) + "</ul>")
-    out.append(f"<p>{escape(goals)}</p></div>")
+    head = "".join(f"<th>{escape(c)}</th>" for c in found.columns())
+    rows = "".join(
+        f'<tr class="{"best" if s.strategy in found.best else ""}">'
+        + "".join(f"<td>{escape(c)}</td>" for c in cells)
+        + "</tr>"
+        for s, cells in zip(found.ranked(), found.rows(), strict=True)
+    )
+    out.append(f'<table class="standings"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>')
     return "".join(out)
 
 

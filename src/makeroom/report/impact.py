@@ -3,9 +3,33 @@ rest being told together as "others"."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from makeroom.sim.recorder import Removal
 from makeroom.sim.results import Result
+
+UNAVAILABLE = "unavailable replica·s"
+"""The one name of a workload's shortfall integrated over time (``unavailable_replica_seconds``) in
+every table, verdict, picture and page (docs/report.md)."""
+
+REMOVALS = {
+    Removal.EVICTED: "evicted",
+    Removal.PREEMPTED: "preempted",
+    Removal.REPLACED: "removed after its replacement was Ready",
+}
+"""How pods were removed, as every table and picture names it; ``evicted`` counts Evictions only."""
+
+
+def shown_removals(counts: Sequence[Mapping[Removal, int]]) -> list[Removal]:
+    """The kinds of removal a table gives a row: evictions always; preemptions and replacements only
+    when some run had one."""
+    return [h for h in Removal if h is Removal.EVICTED or any(c.get(h, 0) for c in counts)]
+
+
+def removals_text(removed: Mapping[Removal, int]) -> str:
+    """``3 evicted``, ``1 evicted · 3 preempted``: the removals that happened, for a picture's line."""
+    return " · ".join(f"{n} {REMOVALS[h]}" for h in Removal if (n := removed.get(h, 0)))
+
 
 TOP_WORKLOADS = 8
 """Workloads named one by one in a legend or a summary table; the others are grouped."""

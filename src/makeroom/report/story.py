@@ -149,6 +149,8 @@ class _Teller:
     lines: list[Line] = field(default_factory=list)
     owed: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # replacements to come
     replacements: set[str] = field(default_factory=set)
+    surged: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # make-before-break ones to come
+    ahead: set[str] = field(default_factory=set)  # replacements made before their victim leaves (migrate)
     waited: set[str] = field(default_factory=set)  # pods the scheduler could not place at first
     followed: set[str] = field(default_factory=set)  # pods whose Scheduled line was told
     refused: set[str] = field(default_factory=set)  # pods whose eviction is refused until it passes
@@ -178,7 +180,10 @@ class _Teller:
         elif k == "pod_unschedulable":
             if pod not in self.waited:
                 self.waited.add(pod)
-                why = "it replaces a removed pod; " if pod in self.replacements else ""
+                if pod in self.ahead:
+                    why = "it replaces a moved pod, which stays until this one is Ready; "
+                else:
+                    why = "it replaces a removed pod; " if pod in self.replacements else ""
                 self.say(
                     e,
                     Actor.SCHEDULER,
@@ -191,6 +196,9 @@ class _Teller:
             if isinstance(workload, str) and self.owed[workload] > 0:
                 self.owed[workload] -= 1
                 self.replacements.add(pod)
+                if self.surged[workload] > 0:
+                    self.surged[workload] -= 1
+                    self.ahead.add(pod)
         elif k == "pod_scheduled":
             if pod in self.replacements or pod in self.waited:
                 self.followed.add(pod)
@@ -256,7 +264,7 @@ class _Teller:
             pods = [str(p) for p in e.get("pods") or []]
             nodes = int(e.get("nodes") or 0)
             moved = sum(1 for p in pods if p in self.replacements)
-            whose = f" ({moved} of them replacing removed pods)" if moved else ""
+            whose = f" ({moved} of them replacing moved pods)" if moved else ""
             self.lines.append(
                 Line(
                     e.t,
@@ -337,6 +345,7 @@ class _Teller:
         self.replicas[workload] = n
         if n > before:
             self.owed[workload] += n - before
+            self.surged[workload] += n - before
             extra = n - before
             text = f"surge to {count(n, 'replica')}: {extra} replacement(s) start before the moved pods leave"
         else:

@@ -4,6 +4,8 @@ and ``$0.17/h``, signed differences as ``+$0.05``."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from decimal import ROUND_HALF_EVEN, Decimal
 
 MINUS = "\u2212"
 
@@ -40,6 +42,38 @@ def money(amount: float) -> str:
     if amount < 0.01:
         return f"${amount:.4f}".rstrip("0")
     return f"${amount:,.2f}"
+
+
+def _places(amount: float) -> int:
+    """The decimals ``money`` prints: cents, or four below a cent."""
+    return 2 if abs(amount) >= 0.01 else 4
+
+
+def shown(amount: float) -> Decimal:
+    """The amount exactly as ``money`` prints it."""
+    return Decimal(f"{amount:.{_places(amount)}f}")
+
+
+def money_change(new: float, old: float) -> str:
+    """``new`` against ``old`` as a signed difference of the two figures shown, so that the three
+    numbers a reader sees agree: $0.29 against $0.23 is +$0.06, never +$0.05."""
+    return money_diff(float(shown(new) - shown(old)))
+
+
+def money_parts(parts: Sequence[float], total: float) -> list[str]:
+    """Each part in dollars, rounded so that the figures add up to ``money(total)`` exactly (largest
+    remainder: each is within one unit of the last digit of the exact part)."""
+    exact = shown(total)
+    unit = Decimal(1).scaleb(-_places(total))
+    if exact == 0 or any(p < 0 for p in parts):
+        return [money(p) for p in parts]
+    scaled = [Decimal(repr(p)) / unit for p in parts]
+    floors = [int(x) for x in scaled]
+    left = int((exact / unit).to_integral_value(ROUND_HALF_EVEN)) - sum(floors)
+    order = sorted(range(len(parts)), key=lambda i: (-(scaled[i] - floors[i]), i))
+    for i in order[: max(left, 0)]:
+        floors[i] += 1
+    return [money(float(n * unit)) for n in floors]
 
 
 def per_hour(amount: float) -> str:

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from makeroom.controller import Strategy
-from makeroom.report.units import count, duration, money, money_diff
+from makeroom.report.units import count, duration, money, money_change, shown
 from makeroom.sim.results import Result
 
 GOALS = (
     "every pod placed",
-    "no capacity lost by the moved workloads",
+    "no unavailable replica·s in the moved workloads",
     "the lowest cost",
     "the highest-priority workload Ready soonest",
 )
@@ -44,7 +44,9 @@ class Standing:
     evictions: int
     nodes_bought: int
     cost: float
-    cost_vs_none: float | None
+    none_cost: float | None
+    """What strategy none cost in the same comparison, the baseline of ``against_none``."""
+    duration_s: float = 0.0
 
     def key(self) -> tuple[int, float, float, float]:
         """Lower is better, goal by goal."""
@@ -52,30 +54,39 @@ class Standing:
         return (self.pending, round(self.lost_replica_s, 3), round(self.cost, 6), ready)
 
     def lost(self) -> str:
-        """``nothing lost``, or ``60 replica·s lost (iris-classifier down to 7/10)``."""
-        if self.lost_replica_s <= 0 and not self.dips:
-            return "nothing lost"
+        """``0 unavailable replica·s``, or ``60 unavailable replica·s (iris-classifier down to 7/10)``."""
+        lost = f"{self.lost_replica_s:,.0f} unavailable replica·s"
         worst = ", ".join(f"{d.workload} down to {d.lowest}/{d.desired}" for d in self.dips[:2])
         more = f" and {len(self.dips) - 2} more" if len(self.dips) > 2 else ""
-        lost = f"{self.lost_replica_s:,.0f} replica·s lost"
         return f"{lost} ({worst}{more})" if worst else lost
+
+    @property
+    def loses(self) -> bool:
+        return self.lost_replica_s > 0 or bool(self.dips)
+
+    def ready(self, top_label: str) -> str:
+        if self.top_ready_s is None:
+            return f"{top_label} never Ready"
+        if self.top_ready_s == 0:
+            return f"{top_label} Ready throughout"
+        return f"{top_label} Ready after {duration(self.top_ready_s)}"
+
+    def against_none(self) -> str:
+        """``+$0.06``: the difference of the two figures shown; empty for none itself."""
+        if self.none_cost is None or self.strategy is Strategy.NONE:
+            return ""
+        return money_change(self.cost, self.none_cost)
 
     def summary(self, top_label: str) -> str:
         """What the strategy achieved, goal by goal, in one line."""
-        if self.top_ready_s is None:
-            ready = f"{top_label} never Ready"
-        elif self.top_ready_s == 0:
-            ready = f"{top_label} Ready throughout"
-        else:
-            ready = f"{top_label} Ready after {duration(self.top_ready_s)}"
-        parts = [ready]
+        parts = [self.ready(top_label)]
         if self.pending:
             parts.append(f"{count(self.pending, 'pod')} pending at the end")
         parts.append(self.lost())
         parts.append(f"{count(self.nodes_bought, 'node')} bought")
-        price = money(self.cost)
-        if self.cost_vs_none is not None and self.strategy is not Strategy.NONE:
-            price += f" ({money_diff(self.cost_vs_none)} against none)"
+        price = f"{money(self.cost)} over the simulated {duration(self.duration_s)}"
+        if self.against_none():
+            price += f" ({self.against_none()} against none)"
         parts.append(price)
         return " · ".join(parts)
 
@@ -99,19 +110,75 @@ class Verdict:
             return self.top[0]
         return f"{len(self.top)} top workloads"
 
+    def ranked(self) -> list[Standing]:
+        """The standings, the best first, then goal by goal."""
+        return sorted(self.standings, key=lambda s: (s.strategy not in self.best, s.key()))
+
+    def header(self) -> str:
+        return (
+            f"verdict (goals in order: {'; '.join(self.goals())}); "
+            f"Ready after: until {self.top_label} {'was' if len(self.top) == 1 else 'were'} Ready; "
+            f"costs over {self.window()}"
+        )
+
+    def columns(self) -> tuple[str, ...]:
+        """The headers of ``rows``."""
+        return (
+            "strategy",
+            "Ready after",
+            "pods pending",
+            "unavailable replica·s",
+            "nodes bought",
+            "cost",
+            "against none",
+        )
+
+    def window(self) -> str:
+        """``the simulated 20m00s``: what every cost covers."""
+        return f"the simulated {duration(max((s.duration_s for s in self.standings), default=0.0))}"
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """One row per strategy under ``columns`` (the best first): the verdict as a table."""
+        out: list[tuple[str, ...]] = []
+        for s in self.ranked():
+            if s.top_ready_s is None:
+                ready = "never"
+            else:
+                ready = "Ready throughout" if s.top_ready_s == 0 else duration(s.top_ready_s)
+            worst = "; ".join(f"{d.workload} down to {d.lowest}/{d.desired}" for d in s.dips[:2])
+            lost = f"{s.lost_replica_s:,.0f}" + (f" ({worst})" if worst else "")
+            out.append(
+                (
+                    str(s.strategy),
+                    ready,
+                    str(s.pending),
+                    lost,
+                    str(s.nodes_bought),
+                    money(s.cost),
+                    s.against_none(),
+                )
+            )
+        return out
+
     def lines(self) -> list[str]:
         """The verdict in words: the goals, one line per strategy (the best first), who wins and at
         what price, and the trade-off of the fastest when it is not the best."""
         if not self.best:
             return []
         width = max(len(str(s.strategy)) for s in self.standings)
-        out = [f"verdict (goals in order: {'; '.join(self.goals())})"]
-        for s in sorted(self.standings, key=lambda s: (s.strategy not in self.best, s.key())):
+        out = [self.header()]
+        for s in self.ranked():
             out.append(f"  {s.strategy!s:<{width}}  {s.summary(self.top_label)}")
+        return [*out, *self.conclusions()]
+
+    def conclusions(self) -> list[str]:
+        """Who wins and at what price, and the trade-off of the fastest when it is not the best."""
+        if not self.best:
+            return []
         first = self.standing(self.best[0])
         who = " and ".join(str(s) for s in self.best)
         tie = " (a tie on every goal)" if len(self.best) > 1 else ""
-        out.append(f"best: {who}{tie}: {first.summary(self.top_label)}")
+        out = [f"best: {who}{tie}: {first.summary(self.top_label)}"]
         if self.fastest is not None:
             fast = self.standing(self.fastest)
             assert fast.top_ready_s is not None
@@ -121,10 +188,10 @@ class Verdict:
                 else f"after {duration(fast.top_ready_s)}"
             )
             costs = []
-            if fast.lost() != "nothing lost":
+            if fast.loses:
                 costs.append(fast.lost())
-            if fast.cost > first.cost + 0.00005:
-                costs.append(f"{money_diff(fast.cost - first.cost)} more than {first.strategy}")
+            if shown(fast.cost) > shown(first.cost):
+                costs.append(f"{money_change(fast.cost, first.cost)} more than {first.strategy}")
             if fast.pending > first.pending:
                 costs.append(f"{count(fast.pending, 'pod')} left pending")
             price = ", at the price of " + " and ".join(costs) if costs else ""
@@ -165,7 +232,8 @@ def standing(result: Result, top: Sequence[str], none: Result | None) -> Standin
         evictions=result.evictions,
         nodes_bought=sum(g.nodes_added for g in result.node_groups.values()),
         cost=result.cost,
-        cost_vs_none=None if none is None else result.cost - none.cost,
+        none_cost=None if none is None else none.cost,
+        duration_s=result.duration_s,
     )
 
 

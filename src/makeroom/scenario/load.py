@@ -128,6 +128,7 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
         for j, it in enumerate(g.instance_types):
             problems += _whole_units(it.capacity, f"{where}.instance_types[{j}].capacity")
         problems += _check_pool(g, where)
+        problems += _check_priced(g, where)
     problems += _check_types_agree(spec)
     weighted = [i for i, g in enumerate(spec.node_groups) if g.weight is not None]
     if weighted and len(weighted) < len(spec.node_groups):
@@ -197,6 +198,22 @@ def _whole_units(quantities: Mapping[str, int], where: str) -> list[Problem]:
         except limits.InvalidValueError as exc:
             problems.append(Problem(f"{where}.{name}", str(exc)))
     return problems
+
+
+def _check_priced(g: NodeGroupSpec, where: str) -> list[Problem]:
+    """Every node has a price the file states: a missing one would make "the lowest cost" mean nothing.
+    ``price_per_hour: 0`` says a free group on purpose."""
+    if not g.instance_types:
+        return (
+            []
+            if "price_per_hour" in g.model_fields_set
+            else [Problem(f"{where}.price_per_hour", limits.MISSING_PRICE)]
+        )
+    return [
+        Problem(f"{where}.instance_types[{j}].price_per_hour", limits.MISSING_PRICE)
+        for j, it in enumerate(g.instance_types)
+        if "price_per_hour" not in it.model_fields_set
+    ]
 
 
 def _check_pool(g: NodeGroupSpec, where: str) -> list[Problem]:

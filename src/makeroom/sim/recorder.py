@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+
+class Removal(StrEnum):
+    """How a running pod was removed, as the result's ``removed`` counts it (docs/report.md)."""
+
+    EVICTED = "evicted"  # through the Eviction API (makeroom's evict, an autoscaler's drain)
+    PREEMPTED = "preempted"  # deleted by kube-scheduler's preemption
+    REPLACED = "replaced"  # removed by scale-down after its replacement was Ready (migrate)
+
+
+def no_removals() -> dict[Removal, int]:
+    return dict.fromkeys(Removal, 0)
 
 
 @dataclass(slots=True)
@@ -16,7 +29,8 @@ class WorkloadTrack:
     ready_at: float | None = None  # first time ready >= desired after the last raise
     min_ready: int | None = None
     unavailable_s: float = 0.0
-    evicted: int = 0
+    evicted: int = 0  # every pod removed, however (spec v1's ``evicted``)
+    removed: dict[Removal, int] = field(default_factory=no_removals)
     last_t: float = 0.0
 
     def advance(self, t: float) -> None:
@@ -92,7 +106,8 @@ class Recorder:
     groups: dict[str, GroupTrack] = field(default_factory=dict)
     events: list[TimelineEvent] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
-    evictions: int = 0
+    evictions: int = 0  # every pod removed, however (spec v1's ``evictions``)
+    removed: dict[Removal, int] = field(default_factory=no_removals)
     keep_events: bool = True
     keep_samples: bool = True
     resolution: float = 0.0  # simulated seconds between two samples; 0 keeps every change
@@ -100,6 +115,14 @@ class Recorder:
     def event(self, t: float, kind: str, **fields: Any) -> None:
         if self.keep_events:
             self.events.append(TimelineEvent(round(t, 3), kind, fields))
+
+    def count_removal(self, workload: str | None, how: Removal) -> None:
+        self.evictions += 1
+        self.removed[how] += 1
+        track = self.workloads.get(workload) if workload is not None else None
+        if track is not None:
+            track.evicted += 1
+            track.removed[how] += 1
 
     def advance(self, t: float) -> None:
         for w in self.workloads.values():

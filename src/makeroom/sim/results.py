@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from makeroom.controller.config import Strategy
 from makeroom.model import AutoscalerKind
-from makeroom.sim.recorder import Sample, TimelineEvent
+from makeroom.sim.recorder import Removal, Sample, TimelineEvent
 
 if TYPE_CHECKING:
     from makeroom.sim.simulation import Simulation
@@ -39,7 +39,10 @@ class WorkloadResult:
     """Fewest Ready replicas after it first had all it wanted; None if it never had."""
     unavailable_replica_seconds: float
     evicted: int
-    """Its pods removed by preemption, eviction or relocation."""
+    """Its pods removed, however: the sum of ``removed`` (spec v1's name, kept as it was)."""
+    removed: Mapping[Removal, int] = field(default_factory=lambda: dict.fromkeys(Removal, 0))
+    """Its pods removed, by how: evicted (the Eviction API only), preempted, or replaced (removed by
+    scale-down after its replacement was Ready)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +53,7 @@ class WorkloadResult:
             "min_ready": self.min_ready,
             "unavailable_replica_seconds": self.unavailable_replica_seconds,
             "evicted": self.evicted,
+            "removed": removed_json(self.removed),
         }
 
 
@@ -102,7 +106,7 @@ class Result:
     workloads: Mapping[str, WorkloadResult]
     node_groups: Mapping[str, GroupResult]
     evictions: int
-    """All pods removed by preemption, eviction or relocation."""
+    """All pods removed, however: the sum of ``removed`` (spec v1's name, kept as it was)."""
     cost: float
     pods: tuple[PodResult, ...]
     """Every pod that exists at the end, in creation order."""
@@ -111,6 +115,8 @@ class Result:
     events_processed: int = 0
     autoscaler: AutoscalerKind = AutoscalerKind.CLUSTER_AUTOSCALER
     """Which autoscaler ran; the JSON names it when it is not the cluster-autoscaler (spec v1's)."""
+    removed: Mapping[Removal, int] = field(default_factory=lambda: dict.fromkeys(Removal, 0))
+    """All pods removed, by how (as ``WorkloadResult.removed``)."""
 
     @property
     def label(self) -> str:
@@ -136,6 +142,7 @@ class Result:
             "workloads": {name: w.to_json() for name, w in self.workloads.items()},
             "node_groups": {name: g.to_json() for name, g in self.node_groups.items()},
             "evictions": self.evictions,
+            "removed": removed_json(self.removed),
             "cost": self.cost,
             "pending_at_end": self.pending_at_end,
             "pods": [p.to_json() for p in self.pods],
@@ -146,6 +153,11 @@ class Result:
     def data(self) -> dict[str, Any]:
         """``to_json()``, for tests that compare against the JSON contract by key."""
         return self.to_json()
+
+
+def removed_json(removed: Mapping[Removal, int]) -> dict[str, int]:
+    """``{"evicted": n, "preempted": n, "replaced": n}``: an extension of spec v1 (docs/report.md)."""
+    return {how.value: removed.get(how, 0) for how in Removal}
 
 
 def _r(x: float) -> float:
@@ -170,6 +182,7 @@ def summarize(sim: Simulation, horizon: float) -> Result:
             min_ready=t.min_ready,
             unavailable_replica_seconds=_r(t.unavailable_s),
             evicted=t.evicted,
+            removed=dict(t.removed),
         )
         for name, t in rec.workloads.items()
     }
@@ -210,4 +223,5 @@ def summarize(sim: Simulation, horizon: float) -> Result:
         samples=tuple(rec.samples),
         events_processed=sim.loop.processed,
         autoscaler=sim.kind,
+        removed=dict(rec.removed),
     )

@@ -12,6 +12,7 @@ from makeroom.model.scheduling.score import affinity_score, spread_score
 from makeroom.model.state import Mask
 from makeroom.sim.clock import Phase
 from makeroom.sim.preemption import eligible_to_preempt, find_preemption
+from makeroom.sim.recorder import Removal
 from makeroom.sim.world import World
 
 
@@ -115,7 +116,7 @@ class Scheduler:
             return False
         self._spread_counts.clear()
         for victim in choice.victims:
-            world.count_eviction(victim)
+            world.rec.count_removal(victim.workload, Removal.PREEMPTED)
             world.rec.event(world.now, "preempted_by", pod=victim.name, preemptor=pod.name, node=choice.node)
             world.delete_pod(victim, "preempted")
         for other in list(world.state.nominated[choice.node].values()):

@@ -15,7 +15,7 @@ from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGr
 from makeroom.model.provisioning import node_labels
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
-from makeroom.sim.recorder import GroupTrack, Recorder, WorkloadTrack
+from makeroom.sim.recorder import GroupTrack, Recorder, Removal, WorkloadTrack
 from makeroom.sim.replicaset import deletion_order
 
 SURGE_REASON = "makeroom_scale"
@@ -281,13 +281,8 @@ class World:
             if self.healthy(pod.workload) < w.pdb.desired_healthy(w.replicas):
                 self.rec.event(self.now, "eviction_refused", pod=pod.name, workload=pod.workload)
                 raise EvictionRefusedError(pod.name)
-        self.count_eviction(pod)
+        self.rec.count_removal(pod.workload, Removal.EVICTED)
         self.delete_pod(pod, reason)
-
-    def count_eviction(self, pod: Pod) -> None:
-        self.rec.evictions += 1
-        if pod.workload in self.rec.workloads:
-            self.rec.workloads[pod.workload].evicted += 1
 
     # --- workloads ---------------------------------------------------------------------------
     def deploy(self, w: Workload, announce: bool = True) -> None:
@@ -335,7 +330,7 @@ class World:
             elif len(active) > w.replicas:
                 for pod in deletion_order(active)[: len(active) - w.replicas]:
                     if VICTIM_OF in pod.annotations:  # a relocation's victim leaving as planned
-                        self.count_eviction(pod)
+                        self.rec.count_removal(pod.workload, Removal.REPLACED)
                         self.delete_pod(pod, "relocated")
                     else:
                         self.delete_pod(pod, "scaled_down")

@@ -7,13 +7,16 @@ The groups file (YAML), order = preference (first is most preferred)::
       - name: cpu                 # the value of the node group label on its nodes
         min: 1                    # required unless the autoscaler status gives it
         max: 4                    # required unless the autoscaler status gives it
-        price_per_hour: 0.17      # optional (default 0: new nodes are then compared by count)
+        price_per_hour: 0.17      # optional: without it the price is unknown (new nodes are compared by
+                                  #   count, and the group's nodes are never consolidated)
         capacity: {cpu: "4", memory: 16Gi, pods: 110}   # allocatable of one new node; optional when
                                                         #   the group has a node to copy it from
         labels: {node.kubernetes.io/instance-type: m5.xlarge}   # optional template labels
         taints: [{key: gpu, value: "true", effect: NoSchedule}] # optional template taints
         instance_types:           # optional, for a Karpenter NodePool of this name: the types it may
           - {name: g5.xlarge, capacity: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 1}, price_per_hour: 1.0}
+                                  # each type's price_per_hour is required (0 if free on purpose): the
+                                  #   cheapest type that fits is the one Karpenter would launch
 """
 
 from __future__ import annotations
@@ -169,8 +172,11 @@ def _instance_types(value: Any, path: str, problems: list[Problem]) -> tuple[Ins
         if not isinstance(name, str) or not name:
             problems.append(Problem(f"{path}[{i}].name", "expected the instance type's name"))
             continue
+        if "price_per_hour" not in t:
+            problems.append(Problem(f"{path}[{i}].price_per_hour", limits.MISSING_PRICE))
+            continue
         try:
-            price = limits.price(t.get("price_per_hour", 0.0))
+            price = limits.price(t["price_per_hour"])
         except limits.InvalidValueError as exc:
             problems.append(Problem(f"{path}[{i}].price_per_hour", str(exc)))
             continue

@@ -221,7 +221,8 @@ def _groups(machines: list[Machine], node_scale: float) -> list[dict[str, Any]]:
         if m.gpus:
             capacity[GPU] = str(m.gpus * MILLI)
             group["labels"] = {MODEL_LABEL: m.model}
-        group |= {"min": size, "max": size, "initial": size}
+        # The trace publishes no prices: a stated 0, on purpose, as the loader requires (no guessing).
+        group |= {"min": size, "max": size, "initial": size, "price_per_hour": 0}
         groups.append(group)
     return groups
 
