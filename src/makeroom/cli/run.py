@@ -324,6 +324,10 @@ def run_cmd(
     from makeroom.kube.logs import setup_json_logging
     from makeroom.kube.runner import ListenError, Runner
 
+    if nomination not in set(NominationMode):
+        usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
+    if log_level.lower() not in LOG_LEVELS:
+        usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
     config = config_of_flags(
         strategy,
         interval,
@@ -334,10 +338,6 @@ def run_cmd(
         (consolidation_window, consolidation_wait),
         autoscaler_expander,
     )
-    if nomination not in set(NominationMode):
-        usage_error(f"--nomination: expected {', '.join(NominationMode)}, got {nomination!r}")
-    if log_level.lower() not in LOG_LEVELS:
-        usage_error(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
     scope = scope_from_flags(
         namespace or [],
         (room_for_namespace or [], room_for_namespace_selector, room_for_priority_class or []),
