@@ -42,9 +42,18 @@ def test_replicas_end_one_per_node(name: str, strategy: str) -> None:
 
 
 def test_plan_sends_the_replica_to_the_free_node_of_its_own_zone() -> None:
-    plan = cli_json("plan", EXAMPLES / CONSTRAINED[0])
-    # gpu-0 is in zone b: its replica may go to cpu-3 (b), not cpu-0 (a), the first free node
+    plan = cli_json("plan", EXAMPLES / CONSTRAINED[0], "--strategy", "evict")
+    # gpu-0 is in zone b: its replica may go to cpu-3 (b), not cpu-0 (a), the first free node; gpu-1's
+    # (zone a) may not go to cpu-3 once it has left (a: 1, b: 3 when the replacement is scheduled)
     assert [(m["from_node"], m["to_node"]) for m in plan["moves"]] == [("gpu-0", "cpu-3")]
+
+
+def test_make_before_break_may_cross_zones_while_the_victim_still_counts() -> None:
+    # under migrate the replacement is scheduled while its victim still runs: a: 2, b: 2 -> b: 3 is a
+    # skew of 1, which kube-scheduler allows, so either GPU node's replica may go to cpu-3
+    plan = cli_json("plan", EXAMPLES / CONSTRAINED[0], "--strategy", "migrate")
+    ((source, to),) = [(m["from_node"], m["to_node"]) for m in plan["moves"]]
+    assert source in {"gpu-0", "gpu-1"} and to == "cpu-3"
 
 
 def test_plan_adds_a_node_in_the_zone_the_spread_allows() -> None:
@@ -61,7 +70,7 @@ def test_plan_names_the_constraint_that_blocks(tmp_path: Path) -> None:
     iris.update(replicas=2, placement={"cpu": 1, "gpu": 1})
     path = tmp_path / "blocked.yaml"
     path.write_text(yaml.safe_dump(raw))
-    plan = cli_json("plan", path)
+    plan = cli_json("plan", path, "--strategy", "evict")  # migrate may: the victim still counts then
     assert plan["moves"] == []
     (blocked,) = plan["unplaceable"]
     assert blocked["reason"] == "constraint"

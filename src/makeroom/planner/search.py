@@ -69,11 +69,21 @@ class ExactJoint:
         seed = self.seed or Sequential(Heuristic())
         hint = seed.run(ctx, pods)
         try:
-            return CpSat(hint=hint).run(ctx, pods)
+            exact = CpSat(hint=hint).run(ctx, pods)
         except ExactTooLargeError as exc:
             draft = hint if isinstance(seed, Improved) else Improved().run(ctx, pods)
             draft.search = f"{Improved.name} (too large for {self.name}: {exc})"
             return draft
+        checked = check(ctx, exact)
+        if checked is exact:
+            return exact
+        # CP-SAT sees the filters that look at other pods only against the cluster as it is; where
+        # its plan breaks one once moves interact, the seed's plan (built step by step) may not.
+        seeded = check(ctx, hint)
+        if of_draft(ctx, seeded).key() < of_draft(ctx, checked).key():
+            seeded.search = f"{seed.name} ({self.name}'s plan broke a constraint)"
+            return seeded
+        return checked
 
 
 def pending_pods(state: ClusterState, policy: Policy, pending: Iterable[Pod] | None) -> list[Pod]:
