@@ -23,11 +23,12 @@ from makeroom.cli.common import (
     usage_error,
 )
 from makeroom.controller import Strategy
+from makeroom.controller.reasons import UNPRICED
 from makeroom.errors import InputError, Problem
 from makeroom.model import limits
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
-from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy
+from makeroom.planner.consolidate import Consolidation, ConsolidationPolicy, unpriced
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.report.units import count, duration, per_hour
@@ -192,6 +193,7 @@ def plan_cmd(
             p.reason is not PlacementReason.FITS_NOW for p in result.placements
         )
         found = None
+        blind = consolidate and not waiting and unpriced(state)
         if consolidate and not waiting:
             found = planner_consolidate(state, ConsolidationPolicy(now=now))
         if fmt.data:
@@ -200,6 +202,8 @@ def plan_cmd(
                 data["consolidation"] = consolidation_json(found)
             if why:
                 note(why)  # stderr: stdout holds only the plan object
+            if blind:
+                note(UNPRICED)
             emit(data, fmt)
         else:
             if why:
@@ -207,6 +211,8 @@ def plan_cmd(
             print_plan(result, origin)
             if found is not None:
                 print_consolidation(found)
+            if blind:
+                say(UNPRICED)
         return bool(result.stats.pending)
 
     if guarded(go):
