@@ -9,7 +9,7 @@ RUNTIME := $(VENV)/.runtime-$(HASH)
 STAMP := $(VENV)/.installed-$(HASH)
 PIP := $(BIN)/pip --quiet --disable-pip-version-check
 
-.PHONY: demo test lint typecheck unit e2e-binaries e2e bench browser clean
+.PHONY: demo test lint typecheck unit e2e-binaries e2e bench browser image image-tools clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,30 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
+
+# The container image, as an OCI archive (docs/install.md): built from Debian's packages and the
+# project's wheel with no daemon and no registry base image (deploy/image/build.sh; needs root).
+# IMAGE_VERIFY=1 builds it a second time and fails unless the digest is the same.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+IMAGE ?= makeroom-$(VERSION).oci.tar
+
+image-tools:
+	@missing=; for t in mmdebstrap umoci; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (Debian) for the image build"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends mmdebstrap umoci >/dev/null; \
+	fi
+
+image: image-tools
+	bash deploy/image/build.sh $(IMAGE)
+	@if [ "$${IMAGE_VERIFY:-0}" = 1 ]; then \
+		again="$$(mktemp -d)"; bash deploy/image/build.sh "$$again/$(notdir $(IMAGE))" || exit 1; \
+		if cmp -s $(IMAGE) "$$again/$(notdir $(IMAGE))"; then echo "reproducible: a second build gave $$(cat $(IMAGE).digest) again"; \
+		else echo "not reproducible: $$(cat $(IMAGE).digest), then $$(cat "$$again/$(notdir $(IMAGE)).digest")"; rm -rf "$$again"; exit 1; fi; \
+		rm -rf "$$again"; \
 	fi
 
 lint: $(STAMP)
