@@ -55,6 +55,8 @@ def built_image(log: Path) -> Path:
     out = cache_root() / "image" / inputs_key() / f"makeroom-{version()}.oci.tar"
     if (out.parent / "ok").exists():
         return out
+    for old in out.parent.parent.glob("*"):  # images of other trees: a few hundred MB each
+        shutil.rmtree(old, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as f:
         r = subprocess.run(["bash", str(BUILD), str(out)], stdout=f, stderr=subprocess.STDOUT, check=False)
@@ -139,7 +141,7 @@ def run_argv(
         f"mount --bind {root} {root}",
         f"mount -o remount,bind,ro {root}",
         f"mount -t tmpfs -o mode=1777,size=256m tmpfs {root}/tmp",
-        f"mount --bind /dev {root}/dev",
+        f"mount --rbind /dev {root}/dev",
         f"mount -t proc proc {root}/proc",
     ]
     for target, source in mounts.items():
@@ -161,7 +163,8 @@ def run_argv(
             ]
         )
     )
-    return ["unshare", "--mount", "--fork", "--", "sh", "-ec", " && ".join(steps)]
+    # no --fork: one process from unshare to makeroom (each execs the next), so a signal reaches it alone
+    return ["unshare", "--mount", "--", "sh", "-ec", " && ".join(steps)]
 
 
 def service_account_dir(dest: Path, token: str, ca: Path, namespace: str) -> Path:

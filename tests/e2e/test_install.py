@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -51,6 +50,7 @@ from makeroom_e2e.makeroom_run import (
     prepared_seed,
     render_chart,
 )
+from makeroom_e2e.procs import free_port
 from makeroom_e2e.scenario import read_scenario
 
 pytestmark = pytest.mark.e2e
@@ -114,12 +114,6 @@ def test_the_image_runs_its_entrypoint_as_its_user_on_a_read_only_root(image: Pa
 
 
 # --- the chart on the control plane --------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def helm(cp: ControlPlane, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [helm_binary(), *args, "--kubeconfig", str(cp.kubeconfig)],
@@ -312,7 +306,10 @@ def test_the_chart_installs_and_the_image_relocates_seed_2_then_uninstalls_clean
 
         # `helm uninstall`: its pre-delete hook's command runs from the image, then the Job may finish.
         uninstall = subprocess.Popen(
-            [helm_binary(), "uninstall", RELEASE, "-n", namespace, "--kubeconfig", str(cp.kubeconfig)],
+            [
+                *(helm_binary(), "uninstall", RELEASE, "-n", namespace, "--kubeconfig", str(cp.kubeconfig)),
+                *("--wait", "--timeout", "4m"),  # until every object is gone, CRDs included
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -346,7 +343,8 @@ def test_the_chart_installs_and_the_image_relocates_seed_2_then_uninstalls_clean
 
         coordination: Any = client.CoordinationV1Api(cp.api)
         assert not [x.metadata.name for x in coordination.list_namespaced_lease(namespace).items]
-        assert not cp.core.list_namespaced_pod(namespace).items
+        # the hook's pod goes with its Job, by the garbage collector
+        cp.wait_for(lambda: not cp.core.list_namespaced_pod(namespace).items, 60, "the hook's pod gone")
     finally:
         if mr is not None:
             mr.stop()
