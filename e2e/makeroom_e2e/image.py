@@ -9,6 +9,8 @@ mounts outlives it or shows outside it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +19,7 @@ import shutil
 import subprocess
 import tarfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +52,28 @@ def tools_missing() -> list[str]:
     return [t for t in ("mmdebstrap", "umoci", "unshare", "chroot") if shutil.which(t) is None]
 
 
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """One builder at a time: pytest's workers may all want the image at once."""
+    (cache_root() / "image").mkdir(parents=True, exist_ok=True)
+    with (cache_root() / "image" / ".lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def image_and_bundle(log: Path) -> tuple[Path, Bundle]:
+    """This tree's image (built if the cache has none) and its unpacked root filesystem."""
+    with _locked():
+        archive = built_image(log)
+        return archive, unpacked(archive)
+
+
 def built_image(log: Path) -> Path:
     """The OCI archive of this tree's image: from the cache, else built now (a few minutes)."""
     out = cache_root() / "image" / inputs_key() / f"makeroom-{version()}.oci.tar"
     if (out.parent / "ok").exists():
         return out
-    for old in out.parent.parent.glob("*"):  # images of other trees: a few hundred MB each
+    for old in out.parent.parent.glob("[!.]*"):  # images of other trees: a few hundred MB each
         shutil.rmtree(old, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as f:
@@ -94,6 +112,17 @@ class Bundle:
         return int(u["uid"]), int(u["gid"])
 
 
+def unpacked(archive: Path) -> Bundle:
+    """The image unpacked beside its archive in the cache, once (umoci takes minutes on a busy machine);
+    runs mount it read-only."""
+    dest = archive.parent / "unpacked"
+    if not (dest / "ok").exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        unpack(archive, dest)
+        (dest / "ok").touch()
+    return Bundle(dest / "bundle")
+
+
 def unpack(archive: Path, dest: Path) -> Bundle:
     layout = dest / "layout"
     layout.mkdir(parents=True)
@@ -104,8 +133,9 @@ def unpack(archive: Path, dest: Path) -> Bundle:
         ["umoci", "unpack", "--image", f"{layout}:{tag}", str(dest / "bundle")],
         check=True,
         capture_output=True,
-        timeout=300,
+        timeout=900,
     )
+    shutil.rmtree(layout)
     return Bundle(dest / "bundle")
 
 

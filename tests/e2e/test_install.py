@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +30,11 @@ from makeroom_e2e.cluster import E2E_LABEL, node_manifest
 from makeroom_e2e.image import (
     SERVICE_ACCOUNT_DIR,
     Bundle,
-    built_image,
+    image_and_bundle,
     image_config,
     run_argv,
     service_account_dir,
     tools_missing,
-    unpack,
     version,
 )
 from makeroom_e2e.makeroom_run import (
@@ -69,16 +66,13 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing = tools_missing()
     if missing:
         pytest.fail(f"missing {', '.join(missing)}: `make image-tools` installs them (Debian)", pytrace=False)
-    return built_image(tmp_path_factory.mktemp("image") / "build.log")
+    return image_and_bundle(tmp_path_factory.mktemp("image") / "build.log")[0]
 
 
 @pytest.fixture(scope="module")
-def bundle(image: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bundle]:
-    where = tmp_path_factory.mktemp("unpacked")
-    try:
-        yield unpack(image, where)
-    finally:
-        shutil.rmtree(where, ignore_errors=True)  # a few hundred MB, not kept with pytest's temp dirs
+def bundle(image: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    """After ``image`` (its checks, its build): the image unpacked, from the cache once unpacked."""
+    return image_and_bundle(tmp_path_factory.mktemp("image") / "build.log")[1]
 
 
 def run(
