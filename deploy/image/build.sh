@@ -75,10 +75,11 @@ python3 -m venv --without-pip /opt/makeroom
 /opt/makeroom/bin/python -m compileall -q -j 1 --invalidation-mode unchecked-hash /opt/makeroom/lib
 INSTALL
   rm -rf "$WORK/rootfs"
-  # The hooks run while mmdebstrap still has the chroot set up (resolv.conf, /proc, /dev).
+  # The hooks run while mmdebstrap still has the chroot set up (resolv.conf, /proc, /dev), each in a
+  # mount namespace of its own: pip's cache is mounted in the hook that runs pip.
   mmdebstrap --mode=root --variant=minbase --include=python3,ca-certificates \
-    --customize-hook='mkdir -p "$1/in/pip-cache" && cp -a '"$WORK/in"'/. "$1/in/" && mount --bind '"$CACHE/pip"' "$1/in/pip-cache"' \
-    --customize-hook='chroot "$1" '"$CHROOT_ENV"' sh /in/base.sh; s=$?; umount "$1/in/pip-cache"; exit $s' \
+    --customize-hook='mkdir -p "$1/in/pip-cache" && cp -a '"$WORK/in"'/. "$1/in/"' \
+    --customize-hook='mount --bind '"$CACHE/pip"' "$1/in/pip-cache" && { chroot "$1" '"$CHROOT_ENV"' sh /in/base.sh; s=$?; umount "$1/in/pip-cache"; exit $s; }' \
     --customize-hook='rm -rf --one-file-system "$1/in"' \
     "$SUITE" "$WORK/rootfs" "$MIRROR" >&2 2> >(grep -v '^I: ' >&2 || true)
   R="$WORK/rootfs"

@@ -311,6 +311,10 @@ def test_the_chart_installs_and_the_image_relocates_seed_2_then_uninstalls_clean
         try:
             hook = wait_for_hook_pod(cp, namespace)
             assert hook.status.phase == "Pending"
+            # admitted with the chart's own PriorityClass, which needs no quota in any namespace
+            assert (
+                hook.spec.priority_class_name == f"{FULLNAME}-controller" and hook.spec.priority == 1_000_000
+            )
             cleanup = subprocess.run(
                 runtime.argv(namespace, hook.spec, hook.metadata.name),
                 capture_output=True,
