@@ -45,3 +45,18 @@ def test_every_value_of_values_yaml_is_described() -> None:
         return missing
 
     assert walk(VALUES, SCHEMA, "") == []
+
+
+def test_the_schema_takes_the_durations_makeroom_takes() -> None:
+    import re
+
+    from makeroom.model import limits
+
+    pattern = re.compile(node("controller.interval")["pattern"])
+    for text in ("2s", "15m", "1h30m", "250ms", "0.5", "90", "3d", "soon", "5 m", ""):
+        try:
+            limits.duration(text)
+            takes = True
+        except limits.InvalidValueError:
+            takes = False
+        assert bool(pattern.search(text)) == takes, text
