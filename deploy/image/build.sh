@@ -46,7 +46,7 @@ clamp() { find "$1" -newermt "@$2" -print0 | xargs -0r touch --no-dereference --
 WORK="$(mktemp -d /tmp/makeroom-image.XXXXXX)"
 # --one-file-system: never into a mount still held (/dev, /proc) if the build is cut short
 trap 'rm -rf --one-file-system "$WORK"' EXIT
-mkdir -p "$CACHE/pip" "$WORK/in"
+mkdir -p "$CACHE" "$WORK/in"
 
 # pip is run from its wheel (a wheel is importable), so that the image holds no installer; the CA
 # bundle this machine's pip trusts (a proxy's, say) serves the downloads only and stays out of the image,
@@ -55,7 +55,7 @@ mkdir -p "$CACHE/pip" "$WORK/in"
 PIPWHL="/in/$(basename "$(ls "$WORK/in"/pip-*.whl)")"
 HOST_CA="${PIP_CERT:-${REQUESTS_CA_BUNDLE:-${SSL_CERT_FILE:-}}}"
 if [[ -n "$HOST_CA" && -f "$HOST_CA" ]]; then cp "$HOST_CA" "$WORK/in/download-ca.crt"; fi
-PIPENV="PYTHONHASHSEED=0 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 PIP_CACHE_DIR=/in/pip-cache"
+PIPENV="PYTHONHASHSEED=0 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 PIP_NO_CACHE_DIR=1"
 [[ -f "$WORK/in/download-ca.crt" ]] && PIPENV+=" PIP_CERT=/in/download-ca.crt"
 CHROOT_ENV="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH $PIPENV"
 
@@ -75,11 +75,10 @@ python3 -m venv --without-pip /opt/makeroom
 /opt/makeroom/bin/python -m compileall -q -j 1 --invalidation-mode unchecked-hash /opt/makeroom/lib
 INSTALL
   rm -rf "$WORK/rootfs"
-  # The hooks run while mmdebstrap still has the chroot set up (resolv.conf, /proc, /dev), each in a
-  # mount namespace of its own: pip's cache is mounted in the hook that runs pip.
+  # The hooks run while mmdebstrap still has the chroot set up (resolv.conf, /proc, /dev).
   mmdebstrap --mode=root --variant=minbase --include=python3,ca-certificates \
-    --customize-hook='mkdir -p "$1/in/pip-cache" && cp -a '"$WORK/in"'/. "$1/in/"' \
-    --customize-hook='mount --bind '"$CACHE/pip"' "$1/in/pip-cache" && { chroot "$1" '"$CHROOT_ENV"' sh /in/base.sh; s=$?; umount "$1/in/pip-cache"; exit $s; }' \
+    --customize-hook='mkdir -p "$1/in" && cp -a '"$WORK/in"'/. "$1/in/"' \
+    --customize-hook='chroot "$1" '"$CHROOT_ENV"' sh /in/base.sh' \
     --customize-hook='rm -rf --one-file-system "$1/in"' \
     "$SUITE" "$WORK/rootfs" "$MIRROR" >&2 2> >(grep -v '^I: ' >&2 || true)
   R="$WORK/rootfs"
