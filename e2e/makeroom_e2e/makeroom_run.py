@@ -34,6 +34,9 @@ EXAMPLES = Path(makeroom.examples.__file__).parent
 CACHE = Path(os.environ.get("MAKEROOM_E2E_CACHE", Path.home() / ".cache" / "makeroom-e2e"))
 # The one value the chart requires: its image (here only a name; the e2e plane runs no container).
 E2E_VALUES: dict[str, Any] = {"image": {"repository": "makeroom.test/makeroom"}}
+# The Kubernetes `helm template` renders for (without a cluster helm assumes 1.20, which the chart's
+# kubeVersion refuses): the e2e control plane's (e2e/build.sh).
+KUBE_VERSION = "1.36.0"
 
 
 def helm_binary() -> str:
@@ -51,6 +54,7 @@ def render_chart(
     release: str, namespace: str, values: dict[str, Any] | None = None, tmp: Path | None = None
 ) -> list[dict[str, Any]]:
     args = [helm_binary(), "template", release, str(CHART), "--namespace", namespace]
+    args += ["--kube-version", KUBE_VERSION]
     for layer in (E2E_VALUES, values or {}):  # a later file wins, key by key
         path = (tmp or Path("/tmp")) / f"values-{uuid.uuid4().hex[:8]}.yaml"
         path.write_text(yaml.safe_dump(layer))

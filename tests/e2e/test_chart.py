@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from makeroom_e2e.makeroom_run import CHART, E2E_VALUES, REPO, helm_binary, render_chart
+from makeroom_e2e.makeroom_run import CHART, E2E_VALUES, KUBE_VERSION, REPO, helm_binary, render_chart
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def values_file(tmp: Path, values: dict[str, Any]) -> Path:
 def test_helm_lint_passes_and_the_image_is_required(helm: str, tmp_path: Path) -> None:
     ok = run_helm(helm, "lint", CHART, "--strict", "-f", values_file(tmp_path, E2E_VALUES))
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    bare = run_helm(helm, "template", "mr", CHART)
+    bare = run_helm(helm, "template", "mr", CHART, "--kube-version", KUBE_VERSION)
     assert bare.returncode != 0
     assert "image.repository: set it to where you pushed makeroom's image" in bare.stderr
 
@@ -68,7 +68,16 @@ def test_helm_lint_passes_and_the_image_is_required(helm: str, tmp_path: Path) -
 def test_the_values_schema_refuses_bad_values_naming_them(
     helm: str, tmp_path: Path, values: dict[str, Any], expected: list[str]
 ) -> None:
-    r = run_helm(helm, "template", "mr", CHART, "-f", values_file(tmp_path, {**E2E_VALUES, **values}))
+    r = run_helm(
+        helm,
+        "template",
+        "mr",
+        CHART,
+        "--kube-version",
+        KUBE_VERSION,
+        "-f",
+        values_file(tmp_path, {**E2E_VALUES, **values}),
+    )
     assert r.returncode == 1
     assert "values don't meet the specifications of the schema" in r.stderr, r.stderr
     for word in expected:
@@ -95,7 +104,16 @@ def test_helm_package_holds_the_schema_and_the_dashboard(helm: str, tmp_path: Pa
         if word.startswith("makeroom_")
     }
     assert queried and queried <= served, queried - served
-    shown = run_helm(helm, "template", "mr", archive, "-f", values_file(tmp_path, E2E_VALUES))
+    shown = run_helm(
+        helm,
+        "template",
+        "mr",
+        archive,
+        "--kube-version",
+        KUBE_VERSION,
+        "-f",
+        values_file(tmp_path, E2E_VALUES),
+    )
     assert shown.returncode == 0, shown.stderr
 
 
