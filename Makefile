@@ -9,7 +9,7 @@ RUNTIME := $(VENV)/.runtime-$(HASH)
 STAMP := $(VENV)/.installed-$(HASH)
 PIP := $(BIN)/pip --quiet --disable-pip-version-check
 
-.PHONY: demo test lint typecheck unit e2e-binaries e2e bench browser clean
+.PHONY: demo test lint typecheck unit e2e-binaries e2e bench browser image image-tools clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,32 @@ browser:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	fi
 
+# The container image, as an OCI archive (docs/install.md): built from Debian's packages and the
+# project's wheel with no daemon and no registry base image (deploy/image/build.sh; needs root).
+# Its base layer (Debian, makeroom's dependencies) is cached by its inputs in ~/.cache/makeroom-image.
+# IMAGE_VERIFY=1 builds it a second time, base included and without the cache, and fails unless the
+# digest is the same.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+IMAGE ?= makeroom-$(VERSION).oci.tar
+
+image-tools:
+	@missing=; for t in mmdebstrap umoci; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (Debian) for the image build"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends mmdebstrap umoci >/dev/null; \
+	fi
+
+image: image-tools
+	bash deploy/image/build.sh $(IMAGE)
+	@if [ "$${IMAGE_VERIFY:-0}" = 1 ]; then \
+		again="$$(mktemp -d)"; IMAGE_NO_CACHE=1 bash deploy/image/build.sh "$$again/$(notdir $(IMAGE))" || exit 1; \
+		if cmp -s $(IMAGE) "$$again/$(notdir $(IMAGE))"; then echo "reproducible: a second build gave $$(cat $(IMAGE).digest) again"; \
+		else echo "not reproducible: $$(cat $(IMAGE).digest), then $$(cat "$$again/$(notdir $(IMAGE)).digest")"; rm -rf "$$again"; exit 1; fi; \
+		rm -rf "$$again"; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests e2e
 	$(BIN)/ruff format --check src tests e2e
@@ -44,9 +70,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The real control plane for the end-to-end tests, built from Go modules into a cache that a warm run
-# reuses (see e2e/README.md). MAKEROOM_E2E=0 skips it, and the e2e tests with it.
+# reuses (see e2e/README.md), and the tools that build and unpack the image tests/e2e/test_install.py
+# runs. MAKEROOM_E2E=0 skips it, and the e2e tests with it.
 e2e-binaries:
-	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh && bash e2e/build-karpenter.sh; fi
+	@if [ "$${MAKEROOM_E2E:-1}" != 0 ]; then bash e2e/build.sh && bash e2e/build-helm.sh && bash e2e/build-karpenter.sh && \
+		$(MAKE) --no-print-directory image-tools; fi
 
 # The end-to-end tests wait in real time on their control planes (the CPU is mostly idle meanwhile);
 # several workers, each with its own plane on free ports, overlap those waits, and work stealing keeps

@@ -32,6 +32,11 @@ REPO = Path(__file__).resolve().parents[2]  # e2e/makeroom_e2e/ -> the repositor
 CHART = REPO / "deploy" / "helm" / "makeroom"
 EXAMPLES = Path(makeroom.examples.__file__).parent
 CACHE = Path(os.environ.get("MAKEROOM_E2E_CACHE", Path.home() / ".cache" / "makeroom-e2e"))
+# The one value the chart requires: its image (here only a name; the e2e plane runs no container).
+E2E_VALUES: dict[str, Any] = {"image": {"repository": "makeroom.test/makeroom"}}
+# The Kubernetes `helm template` renders for (without a cluster helm assumes 1.20, which the chart's
+# kubeVersion refuses): the e2e control plane's (e2e/build.sh).
+KUBE_VERSION = "1.36.0"
 
 
 def helm_binary() -> str:
@@ -49,9 +54,10 @@ def render_chart(
     release: str, namespace: str, values: dict[str, Any] | None = None, tmp: Path | None = None
 ) -> list[dict[str, Any]]:
     args = [helm_binary(), "template", release, str(CHART), "--namespace", namespace]
-    if values:
+    args += ["--kube-version", KUBE_VERSION]
+    for layer in (E2E_VALUES, values or {}):  # a later file wins, key by key
         path = (tmp or Path("/tmp")) / f"values-{uuid.uuid4().hex[:8]}.yaml"
-        path.write_text(yaml.safe_dump(values))
+        path.write_text(yaml.safe_dump(layer))
         args += ["-f", str(path)]
     out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=60).stdout
     return [d for d in yaml.safe_load_all(out) if d]
@@ -132,16 +138,18 @@ def makeroom_command() -> list[str]:
 
 @dataclass
 class Makeroom:
-    """One `makeroom run` process; its JSON log lines are kept in a file."""
+    """One `makeroom run` process; its JSON log lines are kept in a file. ``command``: what runs
+    makeroom (the venv's by default; test_install.py runs the image's)."""
 
     args: list[str]
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+    command: list[str] = field(default_factory=makeroom_command)
 
     def start(self) -> Makeroom:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [*makeroom_command(), *self.args],
+            [*self.command, *self.args],
             stdout=log,
             stderr=log,
             start_new_session=True,

@@ -3,7 +3,12 @@ and a dry run writes nothing."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from makeroom.controller import ConsolidationConfig, ControllerConfig, Strategy
+from makeroom.controller.reasons import UNPRICED
 from makeroom.controller.steps import RetryKey
 from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.dryrun import DryRunCluster
@@ -132,3 +137,46 @@ def test_a_dry_run_plans_with_the_policy_of_the_real_run() -> None:
     r.controller.steps.back_off(RetryKey.pod(f"{NS}/p"), r.kube.now())
     r.once()
     assert r.last_plan.placements == ()
+
+
+def unpriced_events(server: FakeApiServer) -> list[dict[str, object]]:
+    return [
+        body
+        for method, path, body in server.calls
+        if method == "POST" and path.endswith("/events") and body["reason"] == "ConsolidationUnpriced"
+    ]
+
+
+def test_consolidation_without_prices_is_said_once_in_the_log_an_event_and_a_gauge(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = cluster()
+    r = runner(server, pod="makeroom-7f9c")
+    r.opts.config = ControllerConfig(strategy=Strategy.EVICT)  # consolidation on, as by default
+    with caplog.at_level(logging.WARNING, logger="makeroom"):
+        r.once()
+        r.once()
+    assert [m.getMessage() for m in caplog.records].count(UNPRICED) == 1
+    (event,) = unpriced_events(server)
+    assert event["type"] == "Warning" and event["message"] == UNPRICED
+    assert event["involvedObject"] == {
+        "kind": "Pod",
+        "name": "makeroom-7f9c",
+        "apiVersion": "v1",
+        "namespace": "default",
+    }
+    assert count(r, "makeroom_consolidation_unpriced") == 1
+
+
+def test_priced_groups_or_consolidation_off_say_nothing() -> None:
+    priced = GroupConfig((GroupSpec("cpu", 1, 1, 0.2), GroupSpec("gpu", 1, 1, 1.0)))
+    for config, groups in [
+        (ControllerConfig(strategy=Strategy.EVICT), priced),
+        (ControllerConfig(strategy=Strategy.EVICT, consolidation=ConsolidationConfig(enabled=False)), GROUPS),
+    ]:
+        server = cluster()
+        r = runner(server, pod="makeroom-7f9c")
+        r.opts.config, r.cache.groups = config, groups
+        r.once()
+        assert not unpriced_events(server)
+        assert count(r, "makeroom_consolidation_unpriced") == 0

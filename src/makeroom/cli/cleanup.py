@@ -9,7 +9,15 @@ import typer
 
 from makeroom.cli.app import app
 from makeroom.cli.common import err_console, say
-from makeroom.cli.run import RUN, AsOpt, ContextOpt, KubeconfigOpt, connect_or_exit, seconds_flag
+from makeroom.cli.run import (
+    RUN,
+    AsOpt,
+    ContextOpt,
+    KubeconfigOpt,
+    connect_or_exit,
+    need_kube_extra,
+    seconds_flag,
+)
 
 
 @app.command("cleanup")
@@ -54,6 +62,7 @@ def cleanup_cmd(
 ) -> None:
     """Roll back every relocation, give up every consolidation and remove every mark makeroom left
     (annotations, taints, surges, records): what an uninstall needs first. Safe to run again."""
+    need_kube_extra("makeroom cleanup")
     from makeroom.kube.cleanup import CleanupError, CleanupOptions, clean_up
     from makeroom.kube.client import KubeError
 

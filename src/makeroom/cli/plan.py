@@ -27,6 +27,7 @@ from makeroom.cli.run import DEFAULT, LiveController
 from makeroom.controller import RELOCATING, ControllerConfig, Strategy
 from makeroom.controller.config import metadata_of
 from makeroom.controller.policy import consolidation_policy, plan_policy
+from makeroom.controller.reasons import UNPRICED
 from makeroom.controller.scope import Scope
 from makeroom.controller.sources import config_of_values, scope_of_values
 from makeroom.errors import InputError, Problem
@@ -34,7 +35,7 @@ from makeroom.model import limits
 from makeroom.model.expander import expander
 from makeroom.model.state import ClusterState
 from makeroom.planner import PlacementReason, Plan, Policy, Proof, plan
-from makeroom.planner.consolidate import Consolidation
+from makeroom.planner.consolidate import Consolidation, unpriced
 from makeroom.planner.consolidate import consolidate as planner_consolidate
 from makeroom.planner.cpsat import ExactUnavailableError
 from makeroom.planner.types import Objective
@@ -346,6 +347,7 @@ def plan_cmd(
             p.reason is not PlacementReason.FITS_NOW for p in result.placements
         )
         found = None
+        blind = consolidate and not waiting and unpriced(state)
         if consolidate and not waiting:
             found = planner_consolidate(
                 state,
@@ -358,6 +360,8 @@ def plan_cmd(
             for line in (why, chosen.sentence()):
                 if line:
                     note(line)  # stderr: stdout holds only the plan object
+            if blind:
+                note(UNPRICED)
             emit(data, fmt)
         else:
             if why:
@@ -365,6 +369,8 @@ def plan_cmd(
             print_plan(result, origin)
             if found is not None:
                 print_consolidation(found)
+            if blind:
+                say(UNPRICED)
             say(chosen.sentence())
         return bool(result.stats.pending)
 

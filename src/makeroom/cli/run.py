@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -39,6 +40,16 @@ AsOpt = Annotated[
     str | None,
     typer.Option("--as", help="Impersonate this user (e.g. system:serviceaccount:NS:NAME) on every call."),
 ]
+
+
+def need_kube_extra(command: str) -> None:
+    """A cluster command without the kube extra: one line naming it, exit 2 (as ``--exact`` without
+    the exact extra), before anything else is tried."""
+    from makeroom.kube import extra
+
+    missing = extra.missing()
+    if missing:
+        usage_error(f"{command} needs the kube extra (no module {', '.join(missing)}): {extra.INSTALL}")
 
 
 def connect_or_exit(
@@ -321,6 +332,7 @@ def run_cmd(
     log_level: Annotated[str, typer.Option("--log-level", help=f"{', '.join(LOG_LEVELS)}.")] = "info",
 ) -> None:
     """Run the relocation controller against a cluster (in a pod, or from a kubeconfig)."""
+    need_kube_extra("makeroom run")
     from makeroom.kube.logs import setup_json_logging
     from makeroom.kube.runner import ListenError, Runner
 
@@ -362,6 +374,7 @@ def run_cmd(
         lease_namespace=lease_namespace,
         lease_name=lease_name,
         identity=identity or default_identity(),
+        pod=os.environ.get("POD_NAME"),
         nomination=NominationMode(nomination),
         autoscaler_namespace=autoscaler_namespace,
     )
@@ -411,6 +424,7 @@ def snapshot_cmd(
     """Write the cluster's nodes, pods, PodDisruptionBudgets and Deployments (and the autoscaler's status
     ConfigMap, or Karpenter's NodePools and NodeClaims, if present) as a List that `makeroom plan FILE`
     reads."""
+    need_kube_extra("makeroom snapshot")
     from makeroom.kube import KubeError
     from makeroom.kube.dump import as_list, read_objects
 
@@ -458,6 +472,7 @@ def live_state(
     controller that runs there (None when none does)."""
     import time
 
+    need_kube_extra("makeroom plan --kubeconfig")
     from makeroom.kube import KubeError
     from makeroom.kube.dump import read_objects
     from makeroom.snapshot import state_from_objects

@@ -47,6 +47,9 @@ class Reason(StrEnum):
     it, with the saving per hour."""
     CONSOLIDATED = "Consolidated"
     """On that node: it is empty, left for the autoscaler to remove."""
+    CONSOLIDATION_UNPRICED = "ConsolidationUnpriced"
+    """On makeroom's own pod, once: consolidation is on but no node group has a price, so it never
+    starts (UNPRICED)."""
     CONSOLIDATION_STOPPED = "ConsolidationStopped"
     """On that node: makeroom gave it up (a pod waits, timed out, record unreadable); every mark, surge
     and the taint are undone, and the node is left alone for a cooldown."""
@@ -54,7 +57,7 @@ class Reason(StrEnum):
     @property
     def warning(self) -> bool:
         """Whether the Event is a Warning (something makeroom set out to do did not happen)."""
-        return self in (Reason.ROLLED_BACK, Reason.FELL_BACK_TO_EVICTION)
+        return self in (Reason.ROLLED_BACK, Reason.FELL_BACK_TO_EVICTION, Reason.CONSOLIDATION_UNPRICED)
 
 
 class Fallback(StrEnum):
@@ -80,3 +83,10 @@ class Fallback(StrEnum):
             Fallback.NOT_REPLACED: "its ReplicaSet removed other pods when the surge ended",
             Fallback.NO_WORKLOAD: "its workload is gone",
         }[self]
+
+
+UNPRICED = (
+    "consolidation is on, but no node group has a price, so no group is cheaper than another and it "
+    "never starts: give each group's price_per_hour (--groups FILE; the chart's nodeGroups.groups)"
+)
+"""What ``plan``, the log and the ConsolidationUnpriced Event say when no group has a price."""

@@ -8,6 +8,7 @@ leave it: callers get dicts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -50,7 +51,8 @@ Fence = Callable[[], float]
 
 
 class ConnectError(Exception):
-    """No usable kubeconfig, or the API server does not answer: a message for the user, exit 2."""
+    """No usable kubeconfig, or an API server that does not answer or refuses the credentials: a message
+    for the user, exit 2 (nothing was done)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +406,20 @@ def connect(opts: ConnectOptions, probe: bool = True) -> tuple[Api, str]:
     if probe:
         probe_api = Api(api.transport, api.limiter, retries=1, backoff=0.5, timeout=10.0)
         try:
-            probe_api.get("/version")
+            with _quiet(log):  # the caller's one line says it all: no retry warnings before it
+                probe_api.get("/version")
         except KubeError as exc:
+            if exc.status in (401, 403):
+                raise ConnectError(f"the API server at {where} refused the credentials: {exc}") from exc
             raise ConnectError(f"the API server at {where} does not answer: {exc}") from exc
     return api, where
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """``logger`` silent meanwhile (at connect time no other thread logs through it)."""
+    was, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = was

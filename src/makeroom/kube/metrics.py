@@ -105,6 +105,11 @@ class Metrics:
             "Consolidations under way (Consolidation records).",
             registry=r,
         )
+        self.unpriced = Gauge(
+            "makeroom_consolidation_unpriced",
+            "1 while consolidation is on but no node group has a price, so it never starts.",
+            registry=r,
+        )
         # api: what makeroom changes in the cluster
         self.actions = Counter(
             "makeroom_api_actions_total", "Mutating API calls made, by verb (verb).", ["verb"], registry=r

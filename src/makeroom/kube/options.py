@@ -41,6 +41,7 @@ class RunOptions:
     lease_name: str = "makeroom"
     records_namespace: str = "default"  # where makeroom keeps its Relocation and Consolidation records
     identity: str = field(default_factory=default_identity)
+    pod: str | None = None  # makeroom's own pod (its POD_NAME, in records_namespace), when it runs in one
     nomination: NominationMode = NominationMode.AUTO
     autoscaler_namespace: str = "kube-system"
     resync: float = 600.0

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from makeroom.controller import Controller
+from makeroom.controller.port import ClusterError
+from makeroom.controller.reasons import UNPRICED, ObjectKind, Reason
 from makeroom.controller.records import RecordKind
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
@@ -28,6 +30,7 @@ from makeroom.kube.metrics import HealthServer, Metrics
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan
+from makeroom.planner.consolidate import unpriced
 
 log = logging.getLogger("makeroom.run")
 
@@ -65,6 +68,7 @@ class Runner:
         self.heartbeat = time.monotonic()
         self.last_plan: Plan | None = None
         self.health: HealthServer | None = None
+        self._said_unpriced = False
 
     # --- gates ----------------------------------------------------------------------------------
     def may_act(self) -> bool:
@@ -159,6 +163,7 @@ class Runner:
             self.metrics.errors.inc()
             return
         self.metrics.build_seconds.set(self.cache.last_build_seconds)
+        self._say_if_unpriced(state)
         if not self.opts.dry_run:
             try:
                 self.kube.release_orphan_reservations()
@@ -194,6 +199,30 @@ class Runner:
                     "seconds": round(time.perf_counter() - started, 4),
                 },
             )
+
+    def _say_if_unpriced(self, state: ClusterState) -> None:
+        """Consolidation on, and no node group priced: it never starts, and nothing else would show it.
+        Said once (a warning, and an Event on makeroom's own pod when it runs in one); the gauge holds
+        while it lasts."""
+        blind = self.opts.config.consolidation.enabled and unpriced(state)
+        self.metrics.unpriced.set(1 if blind else 0)
+        if not blind or self._said_unpriced:
+            return
+        self._said_unpriced = True
+        log.warning(UNPRICED, extra={"groups": sorted(state.groups)})
+        if self.opts.pod and not self.opts.dry_run:
+            try:
+                self.kube.emit_event(
+                    ObjectKind.POD,
+                    f"{self.opts.records_namespace}/{self.opts.pod}",
+                    Reason.CONSOLIDATION_UNPRICED,
+                    UNPRICED,
+                )
+            except ClusterError as exc:
+                log.warning(
+                    "Event not recorded",
+                    extra={"reason": Reason.CONSOLIDATION_UNPRICED.value, "error": str(exc)},
+                )
 
     def _report_plan(self, controller: Controller, state: ClusterState) -> None:
         """Dry run: the plan the controller would carry out (its own policy), logged when it changes."""

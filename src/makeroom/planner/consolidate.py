@@ -90,6 +90,15 @@ def consolidate(
     return best
 
 
+def unpriced(state: ClusterState) -> bool:
+    """No node group has a price (nor any of its instance types): no group is cheaper than another, so
+    consolidation can never start. Said once by ``plan`` and ``run``, which would otherwise show
+    nothing at all."""
+    return bool(state.groups) and all(
+        it.price_per_hour <= 0 for g in state.groups.values() for it in g.types()
+    )
+
+
 def _context(state: ClusterState, view: ClusterView) -> _Cluster:
     in_group: dict[str, Mask] = {}
     for name, node in state.nodes.items():

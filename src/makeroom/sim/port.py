@@ -32,6 +32,7 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.CONSOLIDATING: GENERIC_KIND,
     Reason.CONSOLIDATED: GENERIC_KIND,
     Reason.CONSOLIDATION_STOPPED: GENERIC_KIND,
+    Reason.CONSOLIDATION_UNPRICED: GENERIC_KIND,  # emitted only by `makeroom run`
 }
 """Each Event reason of the controller as a ``kind`` of the result's timeline (and of the pictures)."""
 

@@ -36,3 +36,20 @@ JSON: an empty list is every namespace, and the side's permissions are then clus
 {{- define "makeroom.serviceAccountUser" -}}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "makeroom.serviceAccountName" . }}
 {{- end -}}
+
+{{/* The controller's PriorityClass: the one named in priorityClassName, else the chart's own (when
+controllerPriorityClass.create), else none. */}}
+{{- define "makeroom.priorityClassName" -}}
+{{- if .Values.priorityClassName -}}
+{{- .Values.priorityClassName -}}
+{{- else if .Values.controllerPriorityClass.create -}}
+{{- include "makeroom.fullname" . }}-controller
+{{- end -}}
+{{- end -}}
+
+{{/* The image: image.repository is required (nothing publishes makeroom's image for you: `make image`
+builds it, and you push it to your registry; docs/install.md). */}}
+{{- define "makeroom.image" -}}
+{{- $repo := required "image.repository: set it to where you pushed makeroom's image (make image; docs/install.md), e.g. --set image.repository=registry.example.com/makeroom" .Values.image.repository -}}
+{{- printf "%s:%s" $repo (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
