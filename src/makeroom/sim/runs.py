@@ -59,11 +59,14 @@ def build(
     seed: int = 0,
     consolidate: bool | None = None,
     autoscaler: AutoscalerKind | None = None,
+    preemption_delay: float = 0.0,
     **options: bool,
 ) -> Simulation:
     """``strategy``, ``consolidate`` and ``autoscaler`` (default: the file's) as the CLI gives them."""
     chosen = Strategy(strategy or scenario.strategy)
-    sim = Simulation(scenario, Options(strategy=chosen, seed=seed, autoscaler=autoscaler, **options))
+    sim = Simulation(
+        scenario, Options(chosen, seed, autoscaler=autoscaler, preemption_delay=preemption_delay, **options)
+    )
     if chosen.relocates:
         # the controller is told the expander the scenario's autoscaler runs, as --autoscaler-expander
         config = scenario.spec.controller.config(chosen, consolidate)
