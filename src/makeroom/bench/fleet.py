@@ -119,6 +119,7 @@ def run_one(
         contender.strategy,
         seed,
         preemption_delay=contender.preemption_delay,
+        quiet=True,
         keep_events=False,
         keep_samples=False,
     )
