@@ -265,8 +265,9 @@ class Fleet:
         price = self.scenario(0).groups[self._gpu_index()].price_per_hour
         hours = self.scenario(0).spec.duration / 3600
         extra = statistics.fmean(r["cost"] for r in ref) - statistics.fmean(r["cost"] for r in base)
-        self.sizing["k_cost"] = max(1, round(extra / (price * hours))) if price > 0 else 1
-        self.run(balloon(f"balloon-{self.sizing['k_cost']}", self.sizing["k_cost"]))
+        k_cost = max(1, round(extra / (price * hours))) if price > 0 else 1
+        self.sizing["k_cost"] = k_cost
+        self.run(balloon(f"balloon-{k_cost}", k_cost))
         target = statistics.fmean(_p99(r) for r in ref)
         k = 1
         while k <= MAX_BALLOON_NODES:
@@ -283,8 +284,12 @@ class Fleet:
 
     def result(self, contenders: Sequence[Contender]) -> dict[str, Any]:
         demands = {r["demand"] for runs in self.runs.values() for r in runs}
+        from makeroom.bench.sim import machine
+
         return {
             "benchmark": "fleet",
+            "machine": machine(),
+            "wall_s": round(sum(r["wall_s"] for runs in self.runs.values() for r in runs), 1),
             "trace": self.demand.trace,
             "scenario": self.demand.scenario["name"],
             "duration_s": self.scenario(0).spec.duration,

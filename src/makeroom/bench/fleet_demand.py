@@ -22,7 +22,7 @@ from makeroom.errors import InputError, Problem
 from makeroom.model import limits
 from makeroom.model.quantity import MILLI
 from makeroom.trace import dlrm, gpu
-from makeroom.trace.common import Row, cell, read_rows, whole
+from makeroom.trace.common import Row, cell, dns_name, read_rows, whole
 
 CAP_RESOURCE = "makeroom.io/per-node-"  # + workload name: one per pod, the cap per node
 HN_PREEMPTION = "PreemptLowerPriority"
@@ -73,7 +73,7 @@ def dlrm_demand(path: Path, scale: float, hours: float | None = None) -> Demand:
     span = hours if hours is not None else math.ceil(trace_end(instances) / 3600)
     options = dlrm.Options(start=0.0, hours=span, step=STEP_S, scale=scale)
     scenario = dlrm.convert(instances, options, str(path)).scenario
-    scenario["name"] = f"alibaba-dlrm-v2025 whole trace x{scale:g}"
+    scenario["name"] = f"alibaba-dlrm-v2025 {_span(hours)} x{scale:g}"
     _apply_caps(scenario, caps)
     for w in scenario["workloads"]:
         if w["name"].endswith("-hn"):
@@ -84,7 +84,7 @@ def dlrm_demand(path: Path, scale: float, hours: float | None = None) -> Demand:
 def _apply_caps(scenario: dict[str, Any], caps: dict[tuple[str, str], int]) -> None:
     """A cap that binds (fewer than the node holds by its resources) becomes a per-node count."""
     groups = scenario["node_groups"]
-    by_name = {f"{dlrm.dns_name(app, 'app')}-{role.lower()}": cap for (app, role), cap in caps.items()}
+    by_name = {f"{dns_name(app, 'app')}-{role.lower()}": cap for (app, role), cap in caps.items()}
     for w in scenario["workloads"]:
         cap = by_name.get(w["name"], -1)
         if cap < 1 or cap >= _fits_per_node(w["requests"], groups):
@@ -148,11 +148,9 @@ def openb_demand(directory: Path, node_scale: float, hours: float | None = None)
         raise InputError(str(directory), [Problem("", "the pod list is empty")])
     end = max(t.deleted if math.isfinite(t.deleted) else t.created for t in tasks)
     span = hours if hours is not None else math.ceil((end + 1) / 3600)
-    scenario = gpu.convert(
-        machines, tasks, gpu.Options(start=0.0, hours=span, node_scale=node_scale), str(directory)
-    )
-    scenario = scenario.scenario
-    scenario["name"] = f"alibaba-gpu-v2023 (openb) whole trace, nodes x{node_scale:g}"
+    options = gpu.Options(start=0.0, hours=span, node_scale=node_scale)
+    scenario = gpu.convert(machines, tasks, options, str(directory)).scenario
+    scenario["name"] = f"alibaba-gpu-v2023 openb {_span(hours)}, nodes x{node_scale:g}"
     scenario["autoscaler"] = {"enabled": True}
     gpu_groups = []
     for g in scenario["node_groups"]:
@@ -165,6 +163,10 @@ def openb_demand(directory: Path, node_scale: float, hours: float | None = None)
         if gpus:
             gpu_groups.append(g["name"])
     return Demand("openb", scenario, tuple(gpu_groups))
+
+
+def _span(hours: float | None) -> str:
+    return "whole trace" if hours is None else f"first {hours:g} h"
 
 
 def limits_of(group: dict[str, Any], resource: str) -> int:

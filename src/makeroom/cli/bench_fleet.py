@@ -48,13 +48,13 @@ def bench_fleet(
     """GPU-pod waits (p50/p90/p99, share over 60 s, never placed), GPU use, cost and node-hours per
     group, scale-ups, needless nodes, evictions and the moved services' unavailable replica-seconds,
     per strategy, as means with 95% confidence intervals over the seeds (docs/benchmarks.md)."""
-    from makeroom.bench.fleet import BASE, Fleet
+    from makeroom.bench.fleet import BASE, Contender, Fleet
     from makeroom.bench.fleet_demand import dlrm_demand, openb_demand
     from makeroom.model import limits
 
     if trace not in TRACES:
         usage_error(f"TRACE: expected dlrm or openb, got {trace!r}")
-    chosen = BASE
+    chosen: tuple[Contender, ...] = BASE
     if strategies is not None:
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         unknown = [n for n in names if n not in {c.name for c in BASE}]

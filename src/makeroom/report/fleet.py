@@ -58,12 +58,21 @@ def figure(data: dict[str, Any]) -> Figure:
     return fig
 
 
+def _fmt(value: float, fmt: str) -> str:
+    if fmt == "s":
+        return duration(value)
+    if fmt == "$":
+        return money(value)
+    if fmt == "%":
+        return f"{value:.1%}"
+    return f"{value:,.0f}"
+
+
 def _cell(stat: dict[str, Any], fmt: str) -> str:
     mean, ci = stat["mean"], stat["ci95"]
     if mean is None:
         return "—"
-    text = {"s": duration, "$": money}.get(fmt, lambda v: f"{v:.1%}" if fmt == "%" else f"{v:,.0f}")
-    return text(mean) + ("" if ci is None else f" ± {text(ci)}")
+    return _fmt(mean, fmt) + ("" if ci is None else f" ± {_fmt(ci, fmt)}")
 
 
 COLUMNS = (
