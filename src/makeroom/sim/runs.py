@@ -23,7 +23,7 @@ waits 2 s, 30 s for a GPU pod, before it acts); Karpenter closes its batch 1 s a
 pod, so the controller's reaction decides which of the two acts first."""
 
 
-QUIET_TICK = 60.0
+QUIET_TICK = 300.0
 """Seconds between the controller's ticks in a quiet cluster, for runs that ask for it (``quiet``)."""
 
 
@@ -33,7 +33,7 @@ def attach_controller(sim: Simulation, config: ControllerConfig, quiet: bool = F
     ``quiet`` (the fleet benchmark's month-long replays): while no pod waits, no makeroom record
     exists and the cluster has not changed since the last tick, the controller ticks every
     ``QUIET_TICK`` seconds instead of every interval. An approximation, stated in docs/benchmarks.md:
-    what only time changes in a quiet cluster (a cooldown running out) is seen up to a minute late."""
+    what only time changes in a quiet cluster (a cooldown running out) is seen up to 5 minutes late."""
     port = SimCluster(sim.world)
     controller = Controller(port, port, config)
     if not quiet:
