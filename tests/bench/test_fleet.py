@@ -11,7 +11,10 @@ import pytest
 
 from makeroom.bench.fleet import BASE, Contender, Fleet, run_one, with_balloons
 from makeroom.bench.fleet_demand import CAP_RESOURCE, dlrm_demand
+from makeroom.cli.wiring import bundled_scenarios
 from makeroom.controller import Strategy
+from makeroom.model import AutoscalerKind
+from makeroom.scenario import load_scenario
 from makeroom.scenario.load import parse_scenario
 from makeroom.sim.autoscaler import Autoscaler
 from makeroom.sim.runs import build
@@ -123,3 +126,15 @@ def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: 
         assert refused.exit_code == 2, refused.output
         assert "Traceback" not in refused.output
     assert cli("bench", "fleet", "alibaba", trace).exit_code == 2
+
+
+@pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
+def test_quiet_ticks_change_nothing_while_pods_wait_or_makeroom_acts(strategy: Strategy) -> None:
+    """The seed scenarios are busy from start to end: with ``quiet`` every tick is still taken."""
+    for path in bundled_scenarios():
+        scenario = load_scenario(path)
+        if scenario.autoscaler is not AutoscalerKind.CLUSTER_AUTOSCALER:
+            continue
+        quiet = build(scenario, strategy, 1, quiet=True).run().to_json()
+        every = build(scenario, strategy, 1).run().to_json()
+        assert quiet == every, path.name
