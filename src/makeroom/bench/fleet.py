@@ -51,15 +51,15 @@ class Contender:
 
 
 BASE = (
-    Contender("none", Strategy.NONE),
-    Contender("preemption", Strategy.PREEMPTION),
+    Contender(Strategy.NONE.value, Strategy.NONE),
+    Contender(Strategy.PREEMPTION.value, Strategy.PREEMPTION),
     Contender("delay-30s", Strategy.PREEMPTION, preemption_delay=30.0),
     Contender("delay-120s", Strategy.PREEMPTION, preemption_delay=120.0),
     Contender("descheduler", Strategy.NONE, descheduler=True),
-    Contender("evict", Strategy.EVICT),
-    Contender("migrate", Strategy.MIGRATE),
+    Contender(Strategy.EVICT.value, Strategy.EVICT),
+    Contender(Strategy.MIGRATE.value, Strategy.MIGRATE),
 )
-MAKEROOM = "evict"  # the makeroom run the balloons are sized against
+MAKEROOM = Strategy.EVICT.value  # the makeroom run the balloons are sized against
 
 
 def balloon(name: str, k: int) -> Contender:
@@ -259,7 +259,7 @@ class Fleet:
                 self.run(balloon(f"balloon-{k}", k))
             return
         ref = self.runs.get(MAKEROOM)
-        base = self.runs.get("preemption")
+        base = self.runs.get(Strategy.PREEMPTION.value)
         if ref is None or base is None:
             return
         price = self.scenario(0).groups[self._gpu_index()].price_per_hour

@@ -11,7 +11,7 @@ from rich.table import Table
 from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
 from makeroom.cli.common import console, guarded, usage_error
 from makeroom.cli.progress import sim_progress
-from makeroom.report.units import duration, money
+from makeroom.report.units import duration
 
 TRACES = ("dlrm", "openb")
 DEFAULT_SCALE = {"dlrm": 0.05, "openb": 0.02}
@@ -97,21 +97,20 @@ def bench_fleet(
 
 
 def _table(data: dict[str, Any]) -> Table:
-    table = Table(
-        title=f"{data['scenario']} · {len(data['seeds'])} seeds · mean ± 95% CI", title_justify="left"
-    )
-    for col in ("strategy", "p50", "p99 wait", ">60s", "GPU use", "cost", "evict", "needless"):
-        table.add_column(col, justify="left" if col == "strategy" else "right")
+    """Means over the seeds; the confidence intervals are in -o json and --report."""
+    table = Table(title=f"{data['scenario']} · {len(data['seeds'])} seeds · means", title_justify="left")
+    table.add_column("strategy", no_wrap=True)
+    for col in ("p50", "p99", ">60s", "GPU use", "cost", "evictions", "needless"):
+        table.add_column(col, justify="right")
     for name, s in data["contenders"].items():
-        p99 = s["gpu_wait_p99_s"]
-        cost = s["cost"]
+        cost = s["cost"]["mean"]
         table.add_row(
             name,
             duration(s["gpu_wait_p50_s"]["mean"], "-"),
-            duration(p99["mean"], "-") + ("" if p99["ci95"] is None else f"±{duration(p99['ci95'])}"),
+            duration(s["gpu_wait_p99_s"]["mean"], "-"),
             _share(s["gpu_wait_over_60s_share"]["mean"]),
             _share(s["gpu_utilisation"]["mean"]),
-            "-" if cost["mean"] is None else money(cost["mean"]),
+            "-" if cost is None else f"${cost / 1000:,.0f}k",
             f"{s['evictions']['mean']:.0f}",
             f"{s['needless_nodes']['mean']:.1f}",
         )
