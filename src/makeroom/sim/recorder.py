@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -111,8 +111,12 @@ class Recorder:
     keep_events: bool = True
     keep_samples: bool = True
     resolution: float = 0.0  # simulated seconds between two samples; 0 keeps every change
+    listeners: list[Callable[[float, str, Mapping[str, Any]], None]] = field(default_factory=list)
+    """Told of every event, kept or not: a benchmark's own measures without the whole timeline."""
 
     def event(self, t: float, kind: str, **fields: Any) -> None:
+        for listen in self.listeners:
+            listen(t, kind, fields)
         if self.keep_events:
             self.events.append(TimelineEvent(round(t, 3), kind, fields))
 

@@ -22,14 +22,41 @@ waits 2 s, 30 s for a GPU pod, before it acts); Karpenter closes its batch 1 s a
 pod, so the controller's reaction decides which of the two acts first."""
 
 
-def attach_controller(sim: Simulation, config: ControllerConfig) -> Controller:
-    """The relocation controller, unchanged, on the simulated cluster's port and clock."""
+QUIET_TICK = 300.0
+"""Seconds between the controller's ticks in a quiet cluster, for runs that ask for it (``quiet``)."""
+
+
+def attach_controller(sim: Simulation, config: ControllerConfig, quiet: bool = False) -> Controller:
+    """The relocation controller, unchanged, on the simulated cluster's port and clock.
+
+    ``quiet`` (the fleet benchmark's month-long replays): while no pod waits, no makeroom record
+    exists and the cluster has not changed since the last tick, the controller ticks every
+    ``QUIET_TICK`` seconds instead of every interval. An approximation, stated in docs/benchmarks.md:
+    what only time changes in a quiet cluster (a cooldown running out) is seen up to 5 minutes late."""
     port = SimCluster(sim.world)
     controller = Controller(port, port, config)
-    sim.every(config.interval, Phase.CONTROLLER, controller.tick)
+    if not quiet:
+        sim.every(config.interval, Phase.CONTROLLER, controller.tick)
+    else:
+        sim.every(config.interval, Phase.CONTROLLER, _quiet_ticks(sim, controller))
     if sim.kind == AutoscalerKind.KARPENTER:
         _react_to_unschedulable(sim, controller)
     return controller
+
+
+def _quiet_ticks(sim: Simulation, controller: Controller) -> Callable[[], None]:
+    world = sim.world
+    last = {"at": -QUIET_TICK, "generation": -1}
+
+    def tick() -> None:
+        generation = world.state.generation
+        busy = world.pending or world.custom or generation != last["generation"]
+        if busy or world.now - last["at"] >= QUIET_TICK:
+            controller.tick()
+            last["at"], last["generation"] = world.now, world.state.generation
+            return
+
+    return tick
 
 
 def _react_to_unschedulable(sim: Simulation, controller: Controller) -> None:
@@ -58,13 +85,17 @@ def build(
     seed: int = 0,
     consolidate: bool | None = None,
     autoscaler: AutoscalerKind | None = None,
+    preemption_delay: float = 0.0,
+    quiet: bool = False,
     **options: bool,
 ) -> Simulation:
     """``strategy``, ``consolidate`` and ``autoscaler`` (default: the file's) as the CLI gives them."""
     chosen = Strategy(strategy or scenario.strategy)
-    sim = Simulation(scenario, Options(strategy=chosen, seed=seed, autoscaler=autoscaler, **options))
+    sim = Simulation(
+        scenario, Options(chosen, seed, autoscaler=autoscaler, preemption_delay=preemption_delay, **options)
+    )
     if chosen.relocates:
-        attach_controller(sim, scenario.spec.controller_config(chosen, consolidate))
+        attach_controller(sim, scenario.spec.controller_config(chosen, consolidate), quiet)
     return sim
 
 

@@ -14,6 +14,7 @@ from makeroom.scenario.schema import EventSpec
 from makeroom.sim.autoscaler import Autoscaler
 from makeroom.sim.clock import EventLoop, Phase
 from makeroom.sim.karpenter import Karpenter
+from makeroom.sim.preemption_delay import DelayedPreemption
 from makeroom.sim.recorder import Recorder
 from makeroom.sim.results import Result, summarize
 from makeroom.sim.scheduler import Scheduler
@@ -29,6 +30,7 @@ class Options:
     keep_events: bool = True
     keep_samples: bool = True
     autoscaler: AutoscalerKind | None = None  # None: the scenario's (autoscaler.kind)
+    preemption_delay: float = 0.0  # with preemption: a pod preempts only after pending this long (KAI)
 
 
 class Simulation:
@@ -48,7 +50,11 @@ class Simulation:
         self.kind = options.autoscaler or spec.autoscaler.kind
         self.world = World(scenario.groups, scenario.workloads, extra, self.loop, self.recorder, self.kind)
         preempts = options.strategy == Strategy.PREEMPTION
-        self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
+        self.scheduler: Scheduler
+        if preempts and options.preemption_delay > 0:
+            self.scheduler = DelayedPreemption(self.world, spec.scheduler.scoring, options.preemption_delay)
+        else:
+            self.scheduler = Scheduler(self.world, preempts, spec.scheduler.scoring)
         self.autoscaler: Autoscaler | Karpenter
         if self.kind == AutoscalerKind.KARPENTER:
             self.autoscaler = Karpenter(self.world, spec.autoscaler.karpenter, spec.autoscaler.enabled)

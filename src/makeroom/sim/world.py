@@ -25,6 +25,10 @@ class EvictionRefusedError(Exception):
     """HTTP 429: the eviction would break the pod's disruption budget."""
 
 
+def _group_provision_time(group: NodeGroup) -> float:
+    return group.provision_time
+
+
 class World:
     def __init__(
         self,
@@ -52,6 +56,8 @@ class World:
         self.custom: dict[tuple[str, str], dict[str, Any]] = {}
         """Custom resources by (kind, name), as the API server stores them: makeroom's records."""
         self._reconciling: set[str] = set()
+        self.provision_time: Callable[[NodeGroup], float] = _group_provision_time
+        """Seconds from a node's creation to Ready; the fleet benchmark draws it per node."""
         for g in groups:
             recorder.groups[g.name] = GroupTrack(g.price_per_hour)
 
@@ -100,7 +106,7 @@ class World:
                 self.rec.event(
                     self.now, "node_provisioning", node=name, group=group, instance_type=instance_type.name
                 )
-            self.loop.after(g.provision_time, Phase.WORLD, lambda: self._node_ready(name))
+            self.loop.after(self.provision_time(g), Phase.WORLD, lambda: self._node_ready(name))
         return node
 
     def _node_ready(self, name: str) -> None:

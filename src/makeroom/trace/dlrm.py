@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from makeroom.errors import InputError, Problem
 from makeroom.model import Expander, limits
@@ -226,7 +227,7 @@ def convert(instances: list[Instance], options: Options, source: str) -> Convers
     for order, key in enumerate(sorted(by_key, key=lambda k: (natural(k[0]), ROLES.index(k[1])))):
         app, role = key
         members = by_key[key]
-        counts = [_scaled(live, options.scale) for live in _live_counts(members, samples)]
+        counts = _scaled_all(_live_counts(members, samples), options.scale)
         if not any(counts):
             continue
         requests = _shape(members)
@@ -270,15 +271,24 @@ def _chosen_apps(in_window: list[Instance], services: int | None) -> set[str]:
 
 
 def _live_counts(members: list[Instance], samples: list[float]) -> list[int]:
-    created = sorted(i.created for i in members)
-    deleted = sorted(i.deleted for i in members)  # deleted <= t implies created <= t
-    return [bisect_right(created, t) - bisect_right(deleted, t) for t in samples]
+    created = np.sort([i.created for i in members])
+    deleted = np.sort([i.deleted for i in members])  # deleted <= t implies created <= t
+    at = np.asarray(samples, dtype=np.float64)
+    live = np.searchsorted(created, at, side="right") - np.searchsorted(deleted, at, side="right")
+    return [int(n) for n in live]
 
 
 def _scaled(live: int, scale: float) -> int:
     if live == 0:
         return 0
     return max(1, math.floor(live * scale + 0.5))
+
+
+def _scaled_all(live: list[int], scale: float) -> list[int]:
+    """``_scaled`` of every sample at once (the same floats, so the same counts)."""
+    counts = np.asarray(live, dtype=np.int64)
+    out = np.where(counts == 0, 0, np.maximum(1, np.floor(counts * scale + 0.5).astype(np.int64)))
+    return [int(n) for n in out]
 
 
 def _shape(members: list[Instance]) -> tuple[int, int, int]:
@@ -323,11 +333,21 @@ def _workload(
 
 def _peak_nodes(shape: dict[str, int], asks: list[tuple[tuple[int, int, int], list[int]]]) -> int:
     """The most nodes of ``shape`` that the replicas need at any sample, by resources alone."""
-    samples = len(asks[0][1]) if asks else 1
+    if not asks:
+        return 0
+    counts = np.asarray([c for _, c in asks], dtype=np.int64)  # asks x samples
     bound = 0
-    for k in range(samples):
-        need = [sum(counts[k] * requests[r] for requests, counts in asks) for r in range(3)]
-        bound = max([bound] + [-(-n // shape[res]) for res, n in zip(RESOURCES, need, strict=True) if n])
+    for r, res in enumerate(RESOURCES):
+        requests = [req[r] for req, _ in asks]
+        if not any(requests):
+            continue
+        # whole nodes: exact in integers; int64 holds the sum unless a window is absurdly large
+        if int(counts.max(initial=0)) * sum(requests) < 2**62:
+            need = np.asarray(requests, dtype=np.int64) @ counts
+            bound = max(bound, int((-(-need // shape[res])).max()))
+        else:
+            need_py = [sum(int(c) * q for c, q in zip(col, requests, strict=True)) for col in counts.T]
+            bound = max(bound, *(-(-n // shape[res]) for n in need_py))
     return bound
 
 

@@ -1,0 +1,306 @@
+"""``makeroom bench fleet``: a whole trace replayed under each strategy, the same seeds and the same
+demand for all, with 95% confidence intervals over the seeds.
+
+A seed draws each node's provisioning delay (80-120 s, plus the GPU-ready delay on a GPU node) and the
+autoscaler's tie-breaking. The strategies ("contenders") are what a platform engineer would run
+instead of makeroom, each configured as its users would (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from makeroom.bench.fleet_demand import Demand
+from makeroom.bench.fleet_watch import Watch
+from makeroom.controller import Strategy
+from makeroom.model import NodeGroup
+from makeroom.scenario.load import Scenario, parse_scenario
+from makeroom.sim.autoscaler import Autoscaler
+from makeroom.sim.descheduler import Descheduler
+from makeroom.sim.runs import build
+
+PROVISION_S = (80.0, 120.0)
+GPU_READY_S = 60.0  # drivers and the device plugin after the node joins (the GPU operator's start)
+BALLOON = "balloon"
+BALLOON_PRIORITY = -1  # below every workload, above the autoscaler's expendable cutoff (-10)
+OVER_S = 60.0
+CDF_POINTS = 101
+MAX_BALLOON_NODES = 16
+# Student's t, two-sided 95%, by degrees of freedom (1-30); beyond, the normal 1.96.
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+       2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    name: str
+    strategy: Strategy  # whether the scheduler preempts, whether makeroom's controller runs
+    balloon_nodes: int = 0
+    preemption_delay: float = 0.0
+    descheduler: bool = False
+
+
+BASE = (
+    Contender(Strategy.NONE.value, Strategy.NONE),
+    Contender(Strategy.PREEMPTION.value, Strategy.PREEMPTION),
+    Contender("delay-30s", Strategy.PREEMPTION, preemption_delay=30.0),
+    Contender("delay-120s", Strategy.PREEMPTION, preemption_delay=120.0),
+    Contender("descheduler", Strategy.NONE, descheduler=True),
+    Contender(Strategy.EVICT.value, Strategy.EVICT),
+    Contender(Strategy.MIGRATE.value, Strategy.MIGRATE),
+)
+MAKEROOM = Strategy.EVICT.value  # the makeroom run the balloons are sized against
+
+
+def balloon(name: str, k: int) -> Contender:
+    return Contender(name, Strategy.PREEMPTION, balloon_nodes=k)
+
+
+# --- one run ---------------------------------------------------------------------------------------
+
+
+def with_balloons(demand: Demand, k: int) -> dict[str, Any]:
+    """The demand plus k balloon pods, each the room of a whole node of the first GPU group: low
+    priority placeholders that any pod preempts (a CapacityBuffer of k nodes does the same), started
+    on k more nodes of that group and bought again by the autoscaler when preempted."""
+    data = copy.deepcopy(demand.scenario)
+    if k == 0:
+        return data
+    group = next(g for g in data["node_groups"] if g["name"] == demand.gpu_group_names[0])
+    requests = {r: q for r, q in group["capacity"].items() if r in ("cpu", "memory") or "gpu" in r}
+    tolerations = [{"operator": "Exists"}]
+    spec = {
+        "name": BALLOON,
+        "replicas": k,
+        "priority": BALLOON_PRIORITY,
+        "preemption_policy": "Never",
+        "requests": requests,
+        "node_selector": dict(group.get("labels", {})),
+        "tolerations": tolerations,
+        "startup_time": "1s",
+        "termination_grace": "0s",
+        "placement": {group["name"]: k},
+    }
+    group["initial"] += k
+    group["max"] += k
+    data["workloads"].insert(0, spec)  # first, so the loader gives each an empty node of its own
+    return data
+
+
+def provision_draw(seed: int, gpu_groups: Sequence[str]) -> Callable[[NodeGroup], float]:
+    rng = random.Random(f"provision-{seed}")
+    gpus = frozenset(gpu_groups)
+
+    def draw(group: NodeGroup) -> float:
+        return rng.uniform(*PROVISION_S) + (GPU_READY_S if group.name in gpus else 0.0)
+
+    return draw
+
+
+def run_one(
+    scenario: Scenario,
+    demand: Demand,
+    contender: Contender,
+    seed: int,
+    progress: Callable[[float], None] | None,
+) -> dict[str, Any]:
+    sim = build(
+        scenario,
+        contender.strategy,
+        seed,
+        preemption_delay=contender.preemption_delay,
+        quiet=True,
+        keep_events=False,
+        keep_samples=False,
+    )
+    sim.world.provision_time = provision_draw(seed, demand.gpu_group_names)
+    if isinstance(sim.autoscaler, Autoscaler):
+        sim.autoscaler.sleep_when_idle()
+    if contender.descheduler:
+        Descheduler(sim.world).start()
+    ignore = frozenset({BALLOON}) if contender.balloon_nodes else frozenset()
+    watch = Watch(sim, ignore)
+    start = time.perf_counter()
+    result = sim.run(progress=progress)
+    wall = time.perf_counter() - start
+    moved = [w for n, w in result.workloads.items() if w.evicted and n not in ignore]
+    groups = {
+        name: {"node_hours": g.node_hours, "cost": g.cost, "nodes_added": g.nodes_added}
+        for name, g in result.node_groups.items()
+    }
+    prices = {g.name: g.price_per_hour for g in scenario.groups}
+    waits = np.asarray(watch.gpu_waits)
+    gpu_created = max(1, watch.gpu_pods_created)
+    return {
+        "contender": contender.name,
+        "seed": seed,
+        "wall_s": round(wall, 3),
+        "events": result.events_processed,
+        "events_per_s": round(result.events_processed / wall) if wall > 0 else None,
+        **{f"gpu_wait_{k}_s": v for k, v in watch.wait_quantiles().items()},
+        "gpu_wait_over_60s_share": float((waits > OVER_S).mean()) if len(waits) else None,
+        "gpu_never_placed_share": (watch.gpu_removed_unbound + watch.gpu_pending_at_end) / gpu_created,
+        "gpu_pending_at_end": watch.gpu_pending_at_end,
+        "gpu_utilisation": watch.gpu_utilisation,
+        "cost": round(sum(g.cost for g in result.node_groups.values()), 2),
+        "node_hours": round(sum(g.node_hours for g in result.node_groups.values()), 3),
+        "groups": groups,
+        "prices": prices,
+        "scale_ups": watch.scale_ups,
+        "needless_nodes": watch.needless,
+        "evictions": sum(w.evicted for n, w in result.workloads.items() if n not in ignore),
+        "moved_unavailable_replica_s": round(sum(w.unavailable_replica_seconds for w in moved), 1),
+        "pods_created": watch.pods_created,
+        "pods_bound": watch.bound,
+        "pods_removed_unbound": watch.removed_unbound,
+        "pods_pending_at_end": watch.pending_at_end,
+        "demand": watch.demand_fingerprint,
+        "gpu_wait_cdf": _cdf(waits),
+    }
+
+
+def _cdf(waits: np.ndarray[Any, Any]) -> list[float]:
+    if not len(waits):
+        return []
+    return [round(float(v), 2) for v in np.percentile(waits, np.linspace(0, 100, CDF_POINTS))]
+
+
+# --- the benchmark ---------------------------------------------------------------------------------
+
+SUMMARY = (
+    "gpu_wait_p50_s",
+    "gpu_wait_p90_s",
+    "gpu_wait_p99_s",
+    "gpu_wait_over_60s_share",
+    "gpu_never_placed_share",
+    "gpu_utilisation",
+    "cost",
+    "node_hours",
+    "scale_ups",
+    "needless_nodes",
+    "evictions",
+    "moved_unavailable_replica_s",
+    "wall_s",
+)
+
+
+def interval(values: Sequence[float | None]) -> dict[str, float | None]:
+    """Mean and the half-width of its 95% confidence interval (Student's t over the seeds)."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return {"mean": None, "ci95": None, "n": 0}
+    mean = statistics.fmean(xs)
+    if len(xs) < 2:
+        return {"mean": mean, "ci95": None, "n": len(xs)}
+    t = T95[len(xs) - 2] if len(xs) - 1 <= len(T95) else 1.96
+    return {"mean": mean, "ci95": t * statistics.stdev(xs) / math.sqrt(len(xs)), "n": len(xs)}
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {key: interval([r[key] for r in runs]) for key in SUMMARY}
+    out["groups"] = {
+        g: {k: interval([r["groups"][g][k] for r in runs]) for k in ("node_hours", "cost", "nodes_added")}
+        for g in runs[0]["groups"]
+    }
+    return out
+
+
+Tracker = Callable[[str, float], Callable[[float], None]]
+
+
+@dataclass
+class Fleet:
+    demand: Demand
+    seeds: Sequence[int]
+    track: Tracker | None = None
+    balloon_nodes: Sequence[int] | None = None  # None: sized against makeroom's cost and p99
+
+    def __post_init__(self) -> None:
+        self.scenarios: dict[int, Scenario] = {}
+        self.runs: dict[str, list[dict[str, Any]]] = {}
+        self.sizing: dict[str, int | None] = {}
+
+    def scenario(self, k: int) -> Scenario:
+        if k not in self.scenarios:
+            self.scenarios[k] = parse_scenario(with_balloons(self.demand, k), self.demand.scenario["name"])
+        return self.scenarios[k]
+
+    def run(self, contender: Contender) -> list[dict[str, Any]]:
+        runs = []
+        scenario = self.scenario(contender.balloon_nodes)
+        for seed in self.seeds:
+            label = f"{contender.name} seed {seed}"
+            progress = self.track(label, scenario.spec.duration) if self.track else None
+            runs.append(run_one(scenario, self.demand, contender, seed, progress))
+        self.runs[contender.name] = runs
+        return runs
+
+    def run_all(self, contenders: Sequence[Contender]) -> dict[str, Any]:
+        for c in contenders:
+            self.run(c)
+        self._balloons(contenders)
+        return self.result(contenders)
+
+    def _balloons(self, contenders: Sequence[Contender]) -> None:
+        """Balloons of k GPU nodes: the k given, or the k whose cost is makeroom's (its dollars beyond
+        preemption's, in GPU node-hours) and the smallest power of two whose p99 wait is makeroom's."""
+        if self.balloon_nodes is not None:
+            for k in self.balloon_nodes:
+                self.run(balloon(f"balloon-{k}", k))
+            return
+        ref = self.runs.get(MAKEROOM)
+        base = self.runs.get(Strategy.PREEMPTION.value)
+        if ref is None or base is None:
+            return
+        price = self.scenario(0).groups[self._gpu_index()].price_per_hour
+        hours = self.scenario(0).spec.duration / 3600
+        extra = statistics.fmean(r["cost"] for r in ref) - statistics.fmean(r["cost"] for r in base)
+        k_cost = max(1, round(extra / (price * hours))) if price > 0 else 1
+        self.sizing["k_cost"] = k_cost
+        self.run(balloon(f"balloon-{k_cost}", k_cost))
+        target = statistics.fmean(_p99(r) for r in ref)
+        k = 1
+        while k <= MAX_BALLOON_NODES:
+            runs = self.runs.get(f"balloon-{k}") or self.run(balloon(f"balloon-{k}", k))
+            if statistics.fmean(_p99(r) for r in runs) <= target:
+                self.sizing["k_p99"] = k
+                return
+            k *= 2
+        self.sizing["k_p99"] = None  # not reached within MAX_BALLOON_NODES
+
+    def _gpu_index(self) -> int:
+        names = [g.name for g in self.scenario(0).spec.node_groups]
+        return names.index(self.demand.gpu_group_names[0])
+
+    def result(self, contenders: Sequence[Contender]) -> dict[str, Any]:
+        demands = {r["demand"] for runs in self.runs.values() for r in runs}
+        from makeroom.bench.sim import machine
+
+        return {
+            "benchmark": "fleet",
+            "machine": machine(),
+            "wall_s": round(sum(r["wall_s"] for runs in self.runs.values() for r in runs), 1),
+            "trace": self.demand.trace,
+            "scenario": self.demand.scenario["name"],
+            "duration_s": self.scenario(0).spec.duration,
+            "seeds": list(self.seeds),
+            "same_demand": len(demands) == 1,
+            "balloon_sizing": self.sizing,
+            "contenders": {name: summarize(runs) for name, runs in self.runs.items()},
+            "runs": self.runs,
+        }
+
+
+def _p99(run: dict[str, Any]) -> float:
+    v = run["gpu_wait_p99_s"]
+    return math.inf if v is None else float(v)

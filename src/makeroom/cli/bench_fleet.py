@@ -1,0 +1,121 @@
+"""``makeroom bench fleet``: a whole published trace replayed under each strategy, over seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
+from makeroom.cli.common import console, guarded, usage_error
+from makeroom.cli.progress import sim_progress
+from makeroom.report.units import duration
+
+TRACES = ("dlrm", "openb")
+DEFAULT_SCALE = {"dlrm": 0.05, "openb": 0.02}
+
+
+@bench_app.command("fleet")
+def bench_fleet(
+    trace: Annotated[
+        str, typer.Argument(help="dlrm (alibaba-dlrm-v2025.csv) or openb (alibaba-gpu-v2023/).")
+    ],
+    source: Annotated[Path, typer.Argument(help="The trace's CSV file (dlrm) or folder (openb).")],
+    scale: Annotated[
+        float | None,
+        typer.Option(help="dlrm: replicas x scale (default 0.05); openb: nodes x scale (default 0.02)."),
+    ] = None,
+    hours: Annotated[
+        float | None, typer.Option(help="Replay only the trace's first hours (default: all of it).")
+    ] = None,
+    seeds: Annotated[int, typer.Option(min=1, max=1000, help="Seeds 1..N per strategy.")] = 10,
+    strategies: Annotated[
+        str | None, typer.Option(help="Comma-separated strategies (default: all); balloons are sized after.")
+    ] = None,
+    balloons: Annotated[
+        str | None,
+        typer.Option(
+            help="Balloon sizes in GPU nodes, e.g. 1,2,4 (default: the k at makeroom's cost and p99)."
+        ),
+    ] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="An .html page or a .png picture.")] = None,
+    output: OutOpt = None,
+    json_out: JsonOpt = False,
+    write: WriteOpt = None,
+) -> None:
+    """GPU-pod waits (p50/p90/p99, share over 60 s, never placed), GPU use, cost and node-hours per
+    group, scale-ups, needless nodes, evictions and the moved services' unavailable replica-seconds,
+    per strategy, as means with 95% confidence intervals over the seeds (docs/benchmarks.md)."""
+    from makeroom.bench.fleet import BASE, Contender, Fleet
+    from makeroom.bench.fleet_demand import dlrm_demand, openb_demand
+    from makeroom.model import limits
+
+    if trace not in TRACES:
+        usage_error(f"TRACE: expected dlrm or openb, got {trace!r}")
+    chosen: tuple[Contender, ...] = BASE
+    if strategies is not None:
+        names = [s.strip() for s in strategies.split(",") if s.strip()]
+        unknown = [n for n in names if n not in {c.name for c in BASE}]
+        if unknown or not names:
+            usage_error(
+                f"--strategies: expected some of {', '.join(c.name for c in BASE)}, got {strategies!r}"
+            )
+        chosen = tuple(c for c in BASE if c.name in names)
+    sizes = None
+    if balloons is not None:
+        try:
+            sizes = [limits.count(int(k), low=0, high=limits.MAX_NODES) for k in balloons.split(",")]
+        except (ValueError, limits.InvalidValueError):
+            usage_error(f"--balloons: expected node counts such as 1,2,4, got {balloons!r}")
+    factor = DEFAULT_SCALE[trace] if scale is None else scale
+    try:
+        limits.number(factor, low=0, low_open=True, high=limits.MAX_FACTOR, what="a scale")
+        if hours is not None:
+            limits.number(hours, low=0, low_open=True, high=limits.MAX_DURATION / 3600, what="hours")
+    except limits.InvalidValueError as exc:
+        usage_error(f"--scale or --hours: {exc}")
+
+    def go() -> None:
+        with sim_progress() as bar:
+            if trace == "dlrm":
+                demand = dlrm_demand(source, factor, hours)
+            else:
+                demand = openb_demand(source, factor, hours)
+            fleet = Fleet(demand, list(range(1, seeds + 1)), bar.track, sizes)
+            data = fleet.run_all(chosen)
+        if report is not None:
+            from makeroom.report.fleet import render
+
+            render(data, report)
+        emit(data, json_out, output, write, _table(data))
+        if report is not None and not json_out and output in (None, "", "table"):
+            console.print(f"report: {report}")
+
+    guarded(go)
+
+
+def _table(data: dict[str, Any]) -> Table:
+    """Means over the seeds; the confidence intervals are in -o json and --report."""
+    table = Table(title=f"{data['scenario']} · {len(data['seeds'])} seeds · means", title_justify="left")
+    table.add_column("strategy", no_wrap=True)
+    for col in ("p50", "p99", ">60s", "GPU use", "cost", "evictions", "needless"):
+        table.add_column(col, justify="right")
+    for name, s in data["contenders"].items():
+        cost = s["cost"]["mean"]
+        table.add_row(
+            name,
+            duration(s["gpu_wait_p50_s"]["mean"], "-"),
+            duration(s["gpu_wait_p99_s"]["mean"], "-"),
+            _share(s["gpu_wait_over_60s_share"]["mean"]),
+            _share(s["gpu_utilisation"]["mean"]),
+            "-" if cost is None else f"${cost / 1000:,.0f}k",
+            f"{s['evictions']['mean']:.0f}",
+            f"{s['needless_nodes']['mean']:.1f}",
+        )
+    return table
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

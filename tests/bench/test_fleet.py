@@ -1,0 +1,140 @@
+"""makeroom bench fleet on a synthetic trace in the shape of alibaba-dlrm-v2025.csv: the invariants of
+every run (each pod placed or counted as never placed, dollars = node-hours x prices, one demand for
+every strategy), the strategies' own rules, and the command's manners."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from makeroom.bench.fleet import BASE, Contender, Fleet, run_one, with_balloons
+from makeroom.bench.fleet_demand import CAP_RESOURCE, dlrm_demand
+from makeroom.cli.wiring import bundled_scenarios
+from makeroom.controller import Strategy
+from makeroom.model import AutoscalerKind
+from makeroom.scenario import load_scenario
+from makeroom.scenario.load import parse_scenario
+from makeroom.sim.autoscaler import Autoscaler
+from makeroom.sim.runs import build
+from tests.conftest import cli
+from tests.trace.test_dlrm import HEADER
+
+
+def row(n: int, role: str, app: str, created: str = "", deleted: str = "", cap: int = -1) -> str:
+    cpu, mem, gpu = ("64", "320.0", "0") if role == "CN" else ("8", "40.0", "1")
+    return (
+        f"instance_{n},{role},{app},{cpu},{cpu},{gpu},{gpu},1,1,{mem},{mem},100.0,100.0,{cap},"
+        f"{created},{created},{deleted}"
+    )
+
+
+# Two hours: app_0's GPU replicas grow from 2 to 8 at 20 minutes (at most 4 on a node); app_1's CPU
+# replicas grow from 3 to 5 at 5 minutes, before it, so that some may take a GPU node's free cores.
+ROWS = [
+    *(row(i, "HN", "app_0", deleted="3000", cap=4) for i in range(2)),
+    *(row(2 + i, "HN", "app_0", created="1200", deleted="3000", cap=4) for i in range(6)),
+    *(row(10 + i, "CN", "app_1", deleted="3300") for i in range(3)),
+    *(row(13 + i, "CN", "app_1", created="300", deleted="3300") for i in range(2)),
+    row(20, "CN", "app_2", deleted="7200"),
+]
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join([HEADER, *ROWS]) + "\n")
+    return path
+
+
+def test_every_run_keeps_the_invariants(trace: Path) -> None:
+    demand = dlrm_demand(trace, 1.0)
+    chosen = [c for c in BASE if c.name in ("none", "preemption", "delay-30s", "descheduler", "evict")]
+    data = Fleet(demand, [1, 2], balloon_nodes=[1]).run_all(chosen)
+    assert set(data["contenders"]) == {c.name for c in chosen} | {"balloon-1"}
+    assert data["same_demand"]
+    for runs in data["runs"].values():
+        assert len(runs) == 2
+        for run in runs:
+            assert run["pods_created"] > 0
+            placed_or_not = run["pods_bound"] + run["pods_removed_unbound"] + run["pods_pending_at_end"]
+            assert placed_or_not == run["pods_created"]
+            for group, g in run["groups"].items():
+                assert g["cost"] == pytest.approx(g["node_hours"] * run["prices"][group], rel=1e-6, abs=1e-6)
+            assert run["cost"] == pytest.approx(sum(g["cost"] for g in run["groups"].values()), abs=0.01)
+    summary = data["contenders"]["none"]["gpu_wait_p99_s"]
+    assert summary["n"] == 2
+
+
+def test_a_balloon_is_no_part_of_the_demand(trace: Path) -> None:
+    demand = dlrm_demand(trace, 1.0)
+    plain = parse_scenario(with_balloons(demand, 0), "t")
+    padded = parse_scenario(with_balloons(demand, 2), "t")
+    balloon = Contender("balloon-2", Strategy.PREEMPTION, balloon_nodes=2)
+    none = run_one(plain, demand, BASE[0], 1, None)
+    run = run_one(padded, demand, balloon, 1, None)
+    assert run["demand"] == none["demand"]
+    # the balloons' GPUs are paid for but not counted as used
+    assert run["gpu_utilisation"] < none["gpu_utilisation"]
+    gpu = next(g for g in padded.spec.node_groups if g.name == "gpu")
+    assert gpu.initial == next(g for g in plain.spec.node_groups if g.name == "gpu").initial + 2
+    assert run["cost"] > none["cost"]
+
+
+def test_sleeping_through_idle_scans_changes_nothing(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    demand = dlrm_demand(trace, 1.0)
+    scenario = parse_scenario(with_balloons(demand, 0), "t")
+    slept = run_one(scenario, demand, BASE[1], 3, None)
+    monkeypatch.setattr(Autoscaler, "sleep_when_idle", lambda self: None)
+    awake = run_one(scenario, demand, BASE[1], 3, None)
+    assert awake["events"] > slept["events"]
+    for key in ("wall_s", "events", "events_per_s"):
+        del slept[key], awake[key]
+    assert slept == awake
+
+
+def test_max_instance_per_node_is_a_per_node_count(trace: Path) -> None:
+    demand = dlrm_demand(trace, 1.0)
+    hn = next(w for w in demand.scenario["workloads"] if w["name"] == "app-0-hn")
+    assert hn["requests"][CAP_RESOURCE + "app-0-hn"] == "1"
+    for g in demand.scenario["node_groups"]:
+        assert g["capacity"][CAP_RESOURCE + "app-0-hn"] == "4"
+    cn = next(w for w in demand.scenario["workloads"] if w["name"] == "app-1-cn")
+    assert not any(r.startswith(CAP_RESOURCE) for r in cn["requests"])  # no cap: nothing added
+    scenario = parse_scenario(demand.scenario, "t")
+    sim = build(scenario, Strategy.NONE, 1)
+    sim.run(until=2500.0)  # all 8 GPU replicas wanted, before they go at 3000
+    per_node: dict[str, int] = {}
+    for pod in sim.world.state.pods.values():
+        if pod.workload == "app-0-hn" and pod.node is not None:
+            per_node[pod.node] = per_node.get(pod.node, 0) + 1
+    assert sum(per_node.values()) == 8
+    assert max(per_node.values()) <= 4
+
+
+def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: Path) -> None:
+    report = tmp_path / "fleet.html"
+    args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--strategies", "none")
+    result = cli(*args, "--balloons", "1", "-o", "json", "--report", report)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data["contenders"]) == {"none", "balloon-1"}
+    assert "<svg" in report.read_text()
+    for bad in (("--strategies", "nope"), ("--balloons", "x"), ("--scale", "0")):
+        refused = cli(*args[:-2], *bad)
+        assert refused.exit_code == 2, refused.output
+        assert "Traceback" not in refused.output
+    assert cli("bench", "fleet", "alibaba", trace).exit_code == 2
+
+
+@pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
+def test_quiet_ticks_change_nothing_while_pods_wait_or_makeroom_acts(strategy: Strategy) -> None:
+    """The seed scenarios are busy from start to end: with ``quiet`` every tick is still taken."""
+    for path in bundled_scenarios():
+        scenario = load_scenario(path)
+        if scenario.autoscaler is not AutoscalerKind.CLUSTER_AUTOSCALER:
+            continue
+        quiet = build(scenario, strategy, 1, quiet=True).run().to_json()
+        every = build(scenario, strategy, 1).run().to_json()
+        assert quiet == every, path.name
