@@ -159,6 +159,14 @@ def run_cmd(
         list[str] | None,
         typer.Option("--move-priority-class", help="Move only pods of these PriorityClasses (repeat)."),
     ] = None,
+    move_jobs_in: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--move-jobs-in",
+            help="Namespaces whose Job pods and bare pods may be moved (repeat; none by default: their "
+            "work would be lost).",
+        ),
+    ] = None,
     records_namespace: Annotated[
         str,
         typer.Option(
@@ -258,6 +266,7 @@ def run_cmd(
         timeout=_seconds("--timeout", timeout),
         cooldown=_seconds("--cooldown", cooldown),
         max_moves_in_flight=max_moves,
+        move_jobs_in=tuple(move_jobs_in or ()),
         consolidation=ConsolidationConfig(
             enabled=consolidate,
             min_saving=consolidation_min_saving,

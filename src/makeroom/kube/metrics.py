@@ -78,6 +78,12 @@ class Metrics:
         )
         for why in Fallback:
             self.fallbacks.labels(why=why.value)
+        self.futile = Counter(
+            "makeroom_relocation_futile_pods_total",
+            "Pending pods whose room was made but the scheduler did not place them there: each reported "
+            "once (an Event RoomNotUsed) and not planned for again.",
+            registry=r,
+        )
         self.in_flight = Gauge(
             "makeroom_relocation_in_flight", "Relocations under way (Relocation records).", registry=r
         )
@@ -130,6 +136,7 @@ class Metrics:
         for outcome, nodes in consolidations.items():
             self.consolidations.labels(outcome=outcome).inc(len(nodes))
         self.moves.inc(report.moves)
+        self.futile.inc(len(report.futile))
         self.evictions.inc(report.evictions)
         for _, why in report.fallbacks:
             self.fallbacks.labels(why=why.value).inc()

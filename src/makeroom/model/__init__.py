@@ -12,6 +12,7 @@ from makeroom.model.nodepool import (
 from makeroom.model.objects import (
     DELETION_COST,
     DO_NOT_MOVE,
+    EXPENDABLE_PRIORITY_CUTOFF,
     GROUP_LABEL,
     REPLICAS_OWNER,
     SCALE_UP_DELAY,
@@ -35,6 +36,7 @@ from makeroom.model.resources import ResourceIndex, Resources
 __all__ = [
     "DELETION_COST",
     "DO_NOT_MOVE",
+    "EXPENDABLE_PRIORITY_CUTOFF",
     "GROUP_LABEL",
     "REPLICAS_OWNER",
     "SCALE_UP_DELAY",
