@@ -68,6 +68,7 @@ def test_the_run_options_defaults_are_the_flags_and_the_charts() -> None:
     run, connect, flags = RunOptions(identity=""), ConnectOptions(), run_flags()
     pairs = [
         ("--metrics-port", "metrics.port", run.metrics_port),
+        ("--metrics-auth", "metrics.auth", run.metrics_auth),
         ("--nomination", "controller.nomination", run.nomination.value),
         ("--qps", "controller.rateLimit.qps", connect.qps),
         ("--burst", "controller.rateLimit.burst", connect.burst),

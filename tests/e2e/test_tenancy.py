@@ -109,8 +109,8 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
         (name, g, res, v)
         for name, rs in rules.items()
         for r in rs
-        for g in r["apiGroups"]
-        for res in r["resources"]
+        for g in r.get("apiGroups", [])
+        for res in r.get("resources", [])
         for v in r["verbs"]
     }
     writes = {(n, g, r, v) for n, g, r, v in granted if v not in ("get", "list", "watch")}

@@ -9,7 +9,7 @@ from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.runner import Runner, RunOptions
 from makeroom.snapshot import GroupConfig, GroupSpec
-from tests.builders.kube import NS, node, pod, pod_path
+from tests.builders.kube import NS, namespace, node, pod, pod_path
 from tests.kube.fake import FakeApiServer
 
 GROUPS = GroupConfig((GroupSpec("cpu", 1, 1), GroupSpec("gpu", 1, 1)))
@@ -19,6 +19,7 @@ def cluster() -> FakeApiServer:
     """seed-1 in small: a GPU node whose CPU two low-priority pods hold, room for them on the CPU node,
     and a pending GPU pod."""
     server = FakeApiServer()
+    server.put(*namespace())
     server.put("/api/v1/nodes/cpu-0", node("cpu-0", "cpu"))
     gpu = node("gpu-0", "gpu")
     gpu["status"]["allocatable"]["nvidia.com/gpu"] = "1"

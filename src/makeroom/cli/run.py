@@ -218,6 +218,14 @@ def run_cmd(
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address to bind the metrics port to.")
     ] = RUN.metrics_host,
+    metrics_auth: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-auth/--no-metrics-auth",
+            help="Serve /metrics only to a bearer token the API server authenticates and lets get "
+            "/metrics (TokenReview, SubjectAccessReview).",
+        ),
+    ] = RUN.metrics_auth,
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect/--no-leader-elect", help="Act only while holding the Lease.")
     ] = RUN.leader_elect,
@@ -298,6 +306,7 @@ def run_cmd(
         groups=group_config,
         metrics_port=port or None,
         metrics_host=host,
+        metrics_auth=metrics_auth,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,
