@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,28 @@ def status_of(call: Any) -> int:
     except client.ApiException as exc:
         return int(exc.status)
     return 200
+
+
+Calls = dict[str, Callable[[], Any]]
+
+
+def once_the_policy_holds(
+    core: Any, ns: str, refused: Calls, allowed: Calls
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The status of each call, made once the admission policy holds (the API server syncs it a moment
+    after it is created): probed with a change it refuses, on the pod ``pending`` of ``ns``."""
+    deadline = time.monotonic() + 15
+
+    def probe() -> int:  # never the same change twice
+        label = {"metadata": {"labels": {"probe": uuid.uuid4().hex[:8]}}}
+        return status_of(lambda: core.patch_namespaced_pod("pending", ns, label))
+
+    while probe() == 200 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return (
+        {what: status_of(call) for what, call in refused.items()},
+        {what: status_of(call) for what, call in allowed.items()},
+    )
 
 
 def records(
@@ -274,16 +297,7 @@ def test_makeroom_s_account_is_refused_beyond_what_it_needs(cp: ControlPlane) ->
                 relocation_body(inst.namespace, "p", f"{ns}/bound"),
             ),
         }
-        deadline = time.monotonic() + 15  # the admission policy takes effect once the API server syncs it
-
-        def probe() -> int:  # a change the policy refuses, on a pod of its own, never the same twice
-            label = {"metadata": {"labels": {"probe": uuid.uuid4().hex[:8]}}}
-            return status_of(lambda: core.patch_namespaced_pod("pending", ns, label))
-
-        while probe() == 200 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        got_refused = {what: status_of(call) for what, call in refused.items()}
-        got_allowed = {what: status_of(call) for what, call in allowed.items()}
+        got_refused, got_allowed = once_the_policy_holds(core, ns, refused, allowed)
     print(json.dumps({"refused": got_refused, "allowed": got_allowed}, indent=1))
     assert {what for what, code in got_refused.items() if code not in (403, 422)} == set()
     assert {what for what, code in got_allowed.items() if code != 200} == set()
@@ -377,16 +391,7 @@ def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
                 ),
                 "an eviction in scope": lambda: evict(ns),
             }
-            deadline = time.monotonic() + 15  # the policy takes effect once the API server syncs it
-
-            def probe() -> int:  # a change the policy refuses, never the same twice
-                label = {"metadata": {"labels": {"probe": uuid.uuid4().hex[:8]}}}
-                return status_of(lambda: core.patch_namespaced_pod("pending", ns, label))
-
-            while probe() == 200 and time.monotonic() < deadline:
-                time.sleep(0.5)
-            got_refused = {what: status_of(call) for what, call in refused.items()}
-            got_allowed = {what: status_of(call) for what, call in allowed.items()}
+            got_refused, got_allowed = once_the_policy_holds(core, ns, refused, allowed)
             print(json.dumps({"refused": got_refused, "allowed": got_allowed}, indent=1))
             kept = cp.core.read_node(node)
             assert not kept.metadata.finalizers and not kept.metadata.owner_references
