@@ -3,6 +3,8 @@ and a dry run writes nothing."""
 
 from __future__ import annotations
 
+import time
+
 from makeroom.controller import ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.steps import RetryKey
 from makeroom.kube.client import Api, RateLimiter
@@ -133,3 +135,15 @@ def test_a_dry_run_plans_with_the_policy_of_the_real_run() -> None:
     r.controller.steps.back_off(RetryKey.pod(f"{NS}/p"), r.kube.now())
     r.once()
     assert r.last_plan.placements == ()
+
+
+def test_a_long_round_that_makes_api_calls_is_alive_and_a_silent_one_is_not() -> None:
+    """Issue 20: a round slowed by thousands of calls (a tenant's marks, the rate limit) read as a stall,
+    and the kubelet restarted makeroom in a loop; now a stall is a loop that neither starts a round nor
+    gets an answer (or an error) from the API server."""
+    r = runner(cluster())
+    long_ago = time.monotonic() - 3600
+    r.heartbeat = r.progress = long_ago
+    assert not r.healthy()
+    r.kube.deployment_of(f"{NS}/w0")  # any API call, answered or not, is progress
+    assert r.healthy()
