@@ -97,6 +97,19 @@ def test_futile_is_not_declared_before_the_scheduler_had_its_chance() -> None:
     assert port.record(RecordKind.RELOCATION, PENDING) is not None
 
 
+def test_room_taken_by_others_is_no_reason_to_give_up_on_the_pod() -> None:
+    b, port = two_teams()
+    controller = Controller(port, port, EVICT)
+    controller.tick()
+    for key in [t for verb, t in port.calls if verb == "evict"]:
+        port.state.remove_pod(port.state.pods[key])
+    b.fill("squatter", {"cpu": "3", "memory": "12Gi"}, 0, "gpu-0", 1, namespace="team-x")
+    port.time += ROOM_UNUSED + 1
+    report = controller.tick()
+    assert report.rolled_back == ["llm-0"] and report.futile == []
+    assert not [e for e in port.events if e[2] is Reason.CANNOT_HELP]
+
+
 # --- 3. victims that stall are detected fast -----------------------------------------------------------
 class RefusingPort(FakeCluster):
     """The API server's 500 to the eviction of a pod under two PodDisruptionBudgets."""

@@ -226,7 +226,7 @@ class Relocations:
             return f"node {record.node} is gone"
         if not node.ready or node.unschedulable:
             return f"node {record.node} is no longer schedulable"
-        stuck = self._stuck_terminating(state, record, now) or self._unused(state, pod, record, now)
+        stuck = self._stuck_terminating(state, record, now)
         if stuck is not None:
             return stuck
         # The room the pod needs, once the victims are gone, must still be there; a pod stuck
@@ -241,7 +241,7 @@ class Relocations:
         room = ClusterView(state).room_on(state.slot_of[record.node], pod, leaving)
         if (room < state.requests_of(pod.spec)).any():
             return f"the room on {record.node} was taken by other pods"
-        return None
+        return self._unused(state, pod, record, now)  # the room is there: is it used?
 
     def _unused(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> str | None:
         """Why the pod is one no relocation can help, once its room has been made for ``ROOM_UNUSED``
