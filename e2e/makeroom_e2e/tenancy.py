@@ -104,5 +104,6 @@ def service_account_client(cp: ControlPlane, namespace: str, name: str) -> Any:
     config = copy.copy(cp.api.configuration)
     config.api_key = {"authorization": f"Bearer {request.status.token}"}
     config.api_key_prefix = {}
+    config.refresh_api_key_hook = None  # the kubeconfig's hook would put the admin's token back
     config.cert_file = config.key_file = None
     return client.ApiClient(config)
