@@ -147,6 +147,7 @@ def start_makeroom(workdir: Path, kubeconfig: Path, t: int) -> tuple[subprocess.
     log_path = workdir / f"makeroom-{t}.log"
     command = [*makeroom_command(), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect"]
     command += ["--strategy", "evict", "--metrics-port", str(port), "--metrics-host", "127.0.0.1"]
+    command += ["--no-metrics-auth"]  # read by this bench on loopback
     proc = subprocess.Popen(command, stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
     return proc, port, log_path
 

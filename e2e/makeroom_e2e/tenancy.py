@@ -89,3 +89,21 @@ def tenant(cp: ControlPlane, namespace: str, user: str) -> Any:
         },
     )
     return impersonating(cp, user, ("system:authenticated",))
+
+
+def service_account_client(cp: ControlPlane, namespace: str, name: str) -> Any:
+    """An ApiClient that carries a token of the ServiceAccount itself (TokenRequest), as a thief who
+    read it from the pod would: no impersonation, nothing of the admin's."""
+    import copy
+
+    from kubernetes import client
+
+    request = cp.core.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 600}}
+    )
+    config = copy.copy(cp.api.configuration)
+    config.api_key = {"authorization": f"Bearer {request.status.token}"}
+    config.api_key_prefix = {}
+    config.refresh_api_key_hook = None  # the kubeconfig's hook would put the admin's token back
+    config.cert_file = config.key_file = None
+    return client.ApiClient(config)

@@ -71,5 +71,12 @@ def pod(name: str, node_name: str | None, cpu: str = "1", priority: int = 0, **e
     }
 
 
+def namespace(name: str = NS) -> tuple[str, dict[str, Any]]:
+    """A Namespace's path and object, with the name label the API server sets on every namespace
+    (makeroom judges no namespace it has not seen)."""
+    meta = {"name": name, "labels": {"kubernetes.io/metadata.name": name}}
+    return f"/api/v1/namespaces/{name}", {"kind": "Namespace", "metadata": meta}
+
+
 def pod_path(name: str) -> str:
     return f"/api/v1/namespaces/{NS}/pods/{name}"

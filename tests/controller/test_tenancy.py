@@ -78,8 +78,21 @@ def test_system_namespaces_are_out_of_scope_by_default() -> None:
     side = Side()
     b, _ = two_teams()
     kube = b.pod("coredns", WEB, 0, "cpu-0", namespace="kube-system")
-    assert side.refuses(kube, {}) is not None  # judged by the name label every namespace has
-    assert side.refuses(b.state.pods["team-a/web-0"], {}) is None
+    seen = {ns: {"kubernetes.io/metadata.name": ns} for ns in ("kube-system", "team-a")}
+    assert side.refuses(kube, seen) is not None
+    assert side.refuses(b.state.pods["team-a/web-0"], seen) is None
+
+
+def test_a_namespace_not_seen_yet_is_out_of_scope_until_seen() -> None:
+    """Judged by its name alone, a namespace the cache has not read yet passed every `notin`
+    selector, before the labels that keep it out were known (issue 20)."""
+    side = Side.of(selector="tier notin (untrusted)")
+    b, _ = two_teams()
+    web = b.state.pods["team-a/web-0"]
+    assert side.refuses(web, {}) == "namespace team-a is not known yet"
+    assert side.refuses(web, {"team-a": {"tier": "untrusted"}}) is not None
+    assert side.refuses(web, {"team-a": {"tier": "gold"}}) is None
+    assert Side.of(selector="").refuses(web, {}) is None  # the admin's "everything" stays everything
 
 
 def test_selectors_read_as_kubectl_writes_them() -> None:

@@ -49,6 +49,9 @@ def test_chart_rbac_is_least_privilege(tmp_path: Path) -> None:
     assert kinds.count("Deployment") == 1 and "Service" in kinds
     assert kinds.count("PriorityClass") == 4  # the APIs' three and makeroom's own
     rules = [r for o in objects if o["kind"] in ("ClusterRole", "Role") for r in o["rules"]]
+    urls = [r for r in rules if "nonResourceURLs" in r]  # the metrics reader, for the admin to bind
+    assert urls == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    rules = [r for r in rules if r not in urls]
     for r in rules:
         assert "*" not in r["verbs"] and "*" not in r["resources"]
         assert "secrets" not in r["resources"]

@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from makeroom_e2e.makeroom_run import (
     render_chart,
     run_args,
 )
-from makeroom_e2e.tenancy import impersonating, tenant
+from makeroom_e2e.tenancy import impersonating, service_account_client, tenant
 
 pytestmark = pytest.mark.e2e
 GROUP, VERSION = "makeroom.io", "v1alpha1"
@@ -47,6 +48,28 @@ def status_of(call: Any) -> int:
     except client.ApiException as exc:
         return int(exc.status)
     return 200
+
+
+Calls = dict[str, Callable[[], Any]]
+
+
+def once_the_policy_holds(
+    core: Any, ns: str, refused: Calls, allowed: Calls
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The status of each call, made once the admission policy holds (the API server syncs it a moment
+    after it is created): probed with a change it refuses, on the pod ``pending`` of ``ns``."""
+    deadline = time.monotonic() + 15
+
+    def probe() -> int:  # never the same change twice
+        label = {"metadata": {"labels": {"probe": uuid.uuid4().hex[:8]}}}
+        return status_of(lambda: core.patch_namespaced_pod("pending", ns, label))
+
+    while probe() == 200 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return (
+        {what: status_of(call) for what, call in refused.items()},
+        {what: status_of(call) for what, call in allowed.items()},
+    )
 
 
 def records(
@@ -109,8 +132,8 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
         (name, g, res, v)
         for name, rs in rules.items()
         for r in rs
-        for g in r["apiGroups"]
-        for res in r["resources"]
+        for g in r.get("apiGroups", [])
+        for res in r.get("resources", [])
         for v in r["verbs"]
     }
     writes = {(n, g, r, v) for n, g, r, v in granted if v not in ("get", "list", "watch")}
@@ -274,21 +297,190 @@ def test_makeroom_s_account_is_refused_beyond_what_it_needs(cp: ControlPlane) ->
                 relocation_body(inst.namespace, "p", f"{ns}/bound"),
             ),
         }
-        deadline = time.monotonic() + 15  # the admission policy takes effect once the API server syncs it
-
-        def probe() -> int:  # a change the policy refuses, on a pod of its own, never the same twice
-            label = {"metadata": {"labels": {"probe": uuid.uuid4().hex[:8]}}}
-            return status_of(lambda: core.patch_namespaced_pod("pending", ns, label))
-
-        while probe() == 200 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        got_refused = {what: status_of(call) for what, call in refused.items()}
-        got_allowed = {what: status_of(call) for what, call in allowed.items()}
+        got_refused, got_allowed = once_the_policy_holds(core, ns, refused, allowed)
     print(json.dumps({"refused": got_refused, "allowed": got_allowed}, indent=1))
     assert {what for what, code in got_refused.items() if code not in (403, 422)} == set()
     assert {what for what, code in got_allowed.items() if code != 200} == set()
     assert got_refused["a pod template"] == 403  # RBAC: no patch of Deployments at all
     assert got_refused["a container image"] == 422  # the admission policy
+
+
+def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
+    """Issue 20, with the ServiceAccount's own token and the chart's defaults (cluster-wide bindings).
+    Before: the token could add finalizers and owner references to a node (the garbage collector then
+    deletes a node owned by a missing object), taint a node `makeroom.io/...:NoExecute` (every pod
+    evicted past the Eviction API and its budgets), set pods/status fields besides the nomination, and
+    evict pods and scale Deployments in kube-system."""
+    from kubernetes import client
+
+    ns = f"victims-{uuid.uuid4().hex[:5]}"
+    node = f"n-{ns}"
+    cp.core.create_namespace({"metadata": {"name": ns, "labels": {"makeroom.io/e2e": "true"}}})
+    cp.core.create_node({"metadata": {"name": node, "labels": {"makeroom.io/e2e": "true"}}})
+    for where in (ns, "kube-system"):
+        cp.core.create_namespaced_pod(
+            where, pod_body(f"bound-{ns}", {"cpu": "100m"}, spec={"nodeName": node})
+        )
+        cp.apps.create_namespaced_deployment(
+            where,
+            {
+                "metadata": {"name": f"web-{ns}"},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": f"web-{ns}"}},
+                    "template": {
+                        "metadata": {"labels": {"app": f"web-{ns}"}},
+                        "spec": pod_body("x", {"cpu": "1m"}, spec={"nodeName": node})["spec"],
+                    },
+                },
+            },
+        )
+    cp.core.create_namespaced_pod(ns, pod_body("pending", {"cpu": "100m"}))
+    pod = f"bound-{ns}"
+    try:
+        with installed_chart(cp, {}) as inst:
+            api = service_account_client(cp, inst.namespace, inst.service_account)
+            core: Any = client.CoreV1Api(api)
+            apps: Any = client.AppsV1Api(api)
+
+            def taints(*extra: dict[str, str]) -> dict[str, Any]:
+                current = [
+                    {k: v for k, v in t.to_dict().items() if v is not None and k != "time_added"}
+                    for t in cp.core.read_node(node).spec.taints or []
+                ]
+                return {"spec": {"taints": current + list(extra)}}
+
+            def evict(where: str) -> Any:
+                return core.create_namespaced_pod_eviction(
+                    pod, where, {"metadata": {"name": pod, "namespace": where}}
+                )
+
+            owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": str(uuid.uuid4())}
+            refused = {
+                "a node's finalizer": lambda: core.patch_node(
+                    node, {"metadata": {"finalizers": ["evil.io/hold"]}}
+                ),
+                "a node's owner": lambda: core.patch_node(node, {"metadata": {"ownerReferences": [owner]}}),
+                "a NoExecute taint of its own": lambda: core.patch_node(
+                    node, taints({"key": "makeroom.io/consolidating", "effect": "NoExecute"})
+                ),
+                "a PreferNoSchedule taint of its own": lambda: core.patch_node(
+                    node,
+                    taints({"key": "makeroom.io/reserved-for", "value": "x", "effect": "PreferNoSchedule"}),
+                ),
+                "a pod's start time": lambda: core.patch_namespaced_pod_status(
+                    pod, ns, {"status": {"startTime": "2020-01-01T00:00:00Z"}}
+                ),
+                "an eviction in kube-system": lambda: evict("kube-system"),
+                "a scale in kube-system": lambda: apps.patch_namespaced_deployment_scale(
+                    f"web-{ns}", "kube-system", {"spec": {"replicas": 0}}
+                ),
+                "a mark in kube-system": lambda: core.patch_namespaced_pod(
+                    pod, "kube-system", {"metadata": {"annotations": {"makeroom.io/victim-of": "x/y"}}}
+                ),
+            }
+            allowed = {
+                "its own NoSchedule taint": lambda: core.patch_node(
+                    node, taints({"key": "makeroom.io/consolidating", "effect": "NoSchedule"})
+                ),
+                "a nomination": lambda: core.patch_namespaced_pod_status(
+                    "pending", ns, {"status": {"nominatedNodeName": node}}
+                ),
+                "a scale in scope": lambda: apps.patch_namespaced_deployment_scale(
+                    f"web-{ns}", ns, {"spec": {"replicas": 2}}
+                ),
+                "an eviction in scope": lambda: evict(ns),
+            }
+            got_refused, got_allowed = once_the_policy_holds(core, ns, refused, allowed)
+            print(json.dumps({"refused": got_refused, "allowed": got_allowed}, indent=1))
+            kept = cp.core.read_node(node)
+            assert not kept.metadata.finalizers and not kept.metadata.owner_references
+            assert not [t for t in kept.spec.taints or [] if t.effect != "NoSchedule"]
+            assert cp.apps.read_namespaced_deployment(f"web-{ns}", "kube-system").spec.replicas == 1
+            assert cp.core.read_namespaced_pod(pod, "kube-system").metadata.deletion_timestamp is None
+        assert {what for what, code in got_refused.items() if code not in (403, 422)} == set()
+        assert {what for what, code in got_allowed.items() if code != 200} == set()
+    finally:
+        for where in (ns, "kube-system"):
+            with contextlib.suppress(client.ApiException):
+                cp.apps.delete_namespaced_deployment(f"web-{ns}", where)
+            with contextlib.suppress(client.ApiException):
+                cp.core.delete_namespaced_pod(pod, where, grace_period_seconds=0)
+        with contextlib.suppress(client.ApiException):
+            cp.core.patch_node(node, {"metadata": {"finalizers": None, "ownerReferences": None}})
+            cp.core.delete_node(node)
+
+
+def test_metrics_are_read_only_with_a_token_the_api_server_lets_read_them(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """Issue 20: /metrics answered whoever reached the port. Now a token is reviewed by the API server
+    (TokenReview, SubjectAccessReview on /metrics) with makeroom's own rights, as the chart grants them."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from kubernetes import client
+
+    _, groups = quiet_seed(tmp_path)  # the groups file makeroom runs with
+    with installed_chart(cp, {}) as inst:
+        ns = inst.namespace
+        for sa in ("prometheus", "nosy"):
+            cp.core.create_namespaced_service_account(ns, {"metadata": {"name": sa}})
+        rbac: Any = client.RbacAuthorizationV1Api(cp.api)
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": f"{ns}-prometheus", "labels": {"makeroom.io/e2e": "true"}},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "mr-makeroom-metrics-reader",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": ns}],
+            }
+        )
+        tokens = {
+            sa: cp.core.create_namespaced_service_account_token(
+                sa, ns, {"spec": {"expirationSeconds": 600}}
+            ).status.token
+            for sa in ("prometheus", "nosy")
+        }
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        extra = ("--metrics-port", str(port), "--metrics-host", "127.0.0.1")
+        mr = Makeroom(
+            run_args(cp, inst, groups, strategy="migrate", identity="solo", extra=extra), tmp_path / "run.log"
+        ).start()
+
+        def scrape(token: str | None) -> int:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
+            if token is not None:
+                request.add_header("Authorization", f"Bearer {token}")
+            try:
+                return int(urllib.request.urlopen(request, timeout=10).status)
+            except urllib.error.HTTPError as exc:
+                return exc.code
+            except OSError:
+                return 0
+
+        try:
+            cp.wait_for(lambda: scrape(None) != 0, 60, "makeroom serving its port")
+            got = {
+                "no token": scrape(None),
+                "a forged token": scrape("not-a-token"),
+                "a token not allowed to read": scrape(tokens["nosy"]),
+                "the reader's token": scrape(tokens["prometheus"]),
+            }
+        finally:
+            mr.stop()
+            rbac.delete_cluster_role_binding(f"{ns}-prometheus")
+    assert got == {
+        "no token": 401,
+        "a forged token": 403,
+        "a token not allowed to read": 403,
+        "the reader's token": 200,
+    }, (got, mr.tail())
 
 
 # --- a tenant --------------------------------------------------------------------------------------------

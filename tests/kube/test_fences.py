@@ -20,7 +20,7 @@ from makeroom.kube.leader import LeaderElector
 from makeroom.kube.options import NominationMode
 from makeroom.kube.runner import Runner, RunOptions
 from makeroom.snapshot import GroupConfig, GroupSpec
-from tests.builders.kube import NS, node, pod, pod_path
+from tests.builders.kube import NS, namespace, node, pod, pod_path
 from tests.kube.fake import FakeApiServer
 
 GROUPS = GroupConfig((GroupSpec("cpu", 1, 2), GroupSpec("gpu", 1, 1)))
@@ -148,6 +148,7 @@ def statefulset_and_lookalike() -> FakeApiServer:
     """seed-1 in small, the GPU node's low-priority pods those of a StatefulSet ``web``, beside a
     Deployment that happens to be called ``web`` too."""
     server = FakeApiServer()
+    server.put(*namespace())
     server.put("/api/v1/nodes/cpu-0", node("cpu-0", "cpu"))
     gpu = node("gpu-0", "gpu")
     gpu["status"]["allocatable"]["nvidia.com/gpu"] = "1"

@@ -4,6 +4,7 @@ and a dry run writes nothing."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from makeroom.kube.client import Api, RateLimiter
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.runner import Runner, RunOptions
 from makeroom.snapshot import GroupConfig, GroupSpec
-from tests.builders.kube import NS, node, pod, pod_path
+from tests.builders.kube import NS, namespace, node, pod, pod_path
 from tests.kube.fake import FakeApiServer
 
 GROUPS = GroupConfig((GroupSpec("cpu", 1, 1), GroupSpec("gpu", 1, 1)))
@@ -24,6 +25,7 @@ def cluster() -> FakeApiServer:
     """seed-1 in small: a GPU node whose CPU two low-priority pods hold, room for them on the CPU node,
     and a pending GPU pod."""
     server = FakeApiServer()
+    server.put(*namespace())
     server.put("/api/v1/nodes/cpu-0", node("cpu-0", "cpu"))
     gpu = node("gpu-0", "gpu")
     gpu["status"]["allocatable"]["nvidia.com/gpu"] = "1"
@@ -180,3 +182,15 @@ def test_priced_groups_or_consolidation_off_say_nothing() -> None:
         r.once()
         assert not unpriced_events(server)
         assert count(r, "makeroom_consolidation_unpriced") == 0
+
+
+def test_a_long_round_that_makes_api_calls_is_alive_and_a_silent_one_is_not() -> None:
+    """Issue 20: a round slowed by thousands of calls (a tenant's marks, the rate limit) read as a stall,
+    and the kubelet restarted makeroom in a loop; now a stall is a loop that neither starts a round nor
+    gets an answer (or an error) from the API server."""
+    r = runner(cluster())
+    long_ago = time.monotonic() - 3600
+    r.heartbeat = r.progress = long_ago
+    assert not r.healthy()
+    r.kube.deployment_of(f"{NS}/w0")  # any API call, answered or not, is progress
+    assert r.healthy()

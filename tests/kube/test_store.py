@@ -172,6 +172,33 @@ def test_consolidations_are_named_by_their_node_and_long_names_stay_valid() -> N
     assert len(long) <= 253 and crs.object_name(RecordKind.RELOCATION, "ns/" + "y" * 260) != long
 
 
+def test_cooldown_names_cannot_collide_across_namespaces() -> None:
+    """A workload key leaves out ``default``: ``prod.api`` of default and ``api`` of prod were both
+    ``prod.api``, and writing one erased the other (issue 20)."""
+    server = cluster_objects()
+    kc = kube(server)
+    ours, theirs = (
+        Cooldown(workload="prod.api", pods=["default/r1"], until=2e9),
+        Cooldown(workload="prod/api", pods=["prod/r2"], until=2e9),
+    )
+    kc.save_record(ours)
+    kc.save_record(theirs)
+    assert kc.records().cooldowns == {"prod.api": ours, "prod/api": theirs}
+    kc.delete_record(RecordKind.COOLDOWN, "prod/api")
+    assert kc.records().cooldowns == {"prod.api": ours}
+
+
+def test_a_record_under_an_older_name_is_still_deleted() -> None:
+    server = cluster_objects()
+    old = crs.to_object(Cooldown(workload="web", pods=[f"{NS}/a"], until=2e9), MINE)
+    old["metadata"]["name"] = "web"  # how a default-namespace cooldown was named before
+    server.put(f"{crs.collection(MINE, RecordKind.COOLDOWN)}/web", old)
+    kc = kube(server)
+    assert list(kc.records().cooldowns) == ["web"]
+    kc.delete_record(RecordKind.COOLDOWN, "web")
+    assert kc.records().cooldowns == {}
+
+
 def test_a_dry_run_reads_the_records_and_writes_none() -> None:
     server = cluster_objects()
     dry = DryRunCluster(kube(server))

@@ -131,6 +131,7 @@ def config_of_flags(
     consolidation_times: tuple[str, str],
     autoscaler_expander: str,
     where: str = "",
+    move_jobs_in: tuple[str, ...] = (),
 ) -> ControllerConfig:
     """The controller's config from ``makeroom run``'s flags; a value out of range ends the command
     with the flag's name (status 2), after ``where`` the flags came from (a Deployment's)."""
@@ -145,6 +146,7 @@ def config_of_flags(
         timeout=seconds_flag(at + "--timeout", timeout),
         cooldown=seconds_flag(at + "--cooldown", cooldown),
         max_moves_in_flight=max_moves,
+        move_jobs_in=move_jobs_in,
         consolidation=ConsolidationConfig(
             enabled=enabled,
             min_saving=min_saving,
@@ -181,6 +183,7 @@ def controller_of_args(args: list[str], where: str) -> tuple[ControllerConfig, S
         (p["consolidation_window"], p["consolidation_wait"]),
         p["autoscaler_expander"],
         where,
+        tuple(p["move_jobs_in"] or ()),
     )
     scope = scope_from_flags(
         p["namespace"] or [],
@@ -247,6 +250,14 @@ def run_cmd(
             "--move-priority-class", metavar="CLASS", help="Move only pods of these PriorityClasses (repeat)."
         ),
     ] = None,
+    move_jobs_in: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--move-jobs-in",
+            help="Namespaces whose Job pods and bare pods may be moved (repeat; none by default: their "
+            "work would be lost).",
+        ),
+    ] = None,
     records_namespace: Annotated[
         str,
         typer.Option(
@@ -299,6 +310,14 @@ def run_cmd(
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address to bind the metrics port to.")
     ] = RUN.metrics_host,
+    metrics_auth: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-auth/--no-metrics-auth",
+            help="Serve /metrics only to a bearer token the API server authenticates and lets get "
+            "/metrics (TokenReview, SubjectAccessReview).",
+        ),
+    ] = RUN.metrics_auth,
     leader_elect: Annotated[
         bool, typer.Option("--leader-elect/--no-leader-elect", help="Act only while holding the Lease.")
     ] = RUN.leader_elect,
@@ -349,6 +368,7 @@ def run_cmd(
         (consolidate, consolidation_min_saving, consolidation_max_moves),
         (consolidation_window, consolidation_wait),
         autoscaler_expander,
+        move_jobs_in=tuple(move_jobs_in or ()),
     )
     scope = scope_from_flags(
         namespace or [],
@@ -370,6 +390,7 @@ def run_cmd(
         groups=group_config,
         metrics_port=port or None,
         metrics_host=host,
+        metrics_auth=metrics_auth,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         lease_name=lease_name,

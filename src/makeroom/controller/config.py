@@ -149,10 +149,19 @@ class ControllerConfig:
         "group the pending pod could use might also grow; with any other, the planner does not count "
         'on it (docs/controller.md, "Moved replicas and the autoscaler\'s expander")',
     )
+    move_jobs_in: tuple[str, ...] = knob(
+        (),
+        None,
+        "--move-jobs-in",
+        "controller.moveJobsIn",
+        "namespaces whose Job pods (and pods no controller owns) makeroom may move: evicted, a Job's "
+        "pod loses its work and may fail its Job, a bare pod is gone for good; none by default",
+    )
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", Strategy(self.strategy))
+        object.__setattr__(self, "move_jobs_in", tuple(self.move_jobs_in))
         if self.autoscaler_expander in tuple(Expander):  # else problems() names it
             object.__setattr__(self, "autoscaler_expander", Expander(self.autoscaler_expander))
 

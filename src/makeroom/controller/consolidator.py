@@ -180,12 +180,11 @@ class Consolidations:
             self.s.event(ObjectKind.NODE, name, Reason.CONSOLIDATION_STOPPED, f"stopped: {why}")
         log.info("consolidation stopped", extra={"node": name, "reason": why})
 
-    def collect_orphans(self, state: ClusterState, records: Records) -> None:
-        """A consolidation taint without its record (a controller died in between): remove it."""
+    def collect_orphans(self, state: ClusterState, consolidated: set[str]) -> None:
+        """A consolidation taint of a node with no consolidation (a controller died in between):
+        remove it."""
         for node in state.nodes.values():
-            if node.name not in records.consolidations and any(
-                t.key == CONSOLIDATING_TAINT for t in node.taints
-            ):
+            if node.name not in consolidated and any(t.key == CONSOLIDATING_TAINT for t in node.taints):
                 self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
 
 

@@ -19,7 +19,7 @@ from makeroom.controller.relocator import Relocations
 from makeroom.controller.scope import Scope
 from makeroom.controller.steps import NODE_ANCHOR, RetryKey, Step, Steps, TickReport, node_anchor
 from makeroom.controller.validate import Live
-from makeroom.model import Pod
+from makeroom.model import EXPENDABLE_PRIORITY_CUTOFF, Pod
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan, plan
 
@@ -28,6 +28,9 @@ log = logging.getLogger("makeroom.controller")
 EXPECTATION_TIMEOUT = 30.0
 REPLAN_AFTER_CHANGE = 10.0  # one autoscaler scan
 REPLAN_EVERY = 60.0
+ORPHANS_PER_TICK = 50
+"""Orphan marks removed per round at most: a tenant can put ``makeroom.io/victim-of`` on thousands of
+its own pods, and each removal is an API call; the rest wait for the next rounds."""
 
 
 @dataclass(slots=True)
@@ -74,32 +77,64 @@ class Controller:
             return s.report
         s.validator.see(live)
         s.see(records)
+        self.relocations.forget_gone(state)
         waiting = _waiting(state, records)
         relocating, marked = self.relocations.scan(state, records)
         for key, pod, record in relocating:
             s.guarded(RetryKey.pod(key), self.relocations.advance, state, key, pod, record, now)
         consolidating = self.consolidations.active(state, records)
+        pausing = self._pauses_consolidation(waiting, live)
         for name, node, consolidation in consolidating:
             retry = RetryKey.consolidation(name)
-            s.guarded(retry, self.consolidations.advance, state, name, node, consolidation, now, waiting)
+            s.guarded(retry, self.consolidations.advance, state, name, node, consolidation, now, pausing)
         anchors = set(records.relocations) | {node_anchor(n) for n in records.consolidations}
-        s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked)
-        s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, records)
+        # Planning before cleanup: what a tenant can multiply (marks on its own pods) is tidied after,
+        # a bounded amount per round, so it can neither delay room-making nor stall the loop.
+        self._plan_round(s, state, records, live, waiting, anchors, now)
+        anchors |= set(self._expected)  # what this round started is no orphan
+        consolidated = {a.removeprefix(NODE_ANCHOR) for a in anchors if a.startswith(NODE_ANCHOR)}
+        s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked, ORPHANS_PER_TICK)
+        s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, consolidated)
         s.guarded(RetryKey.step(Step.COOLDOWNS), s.sweep_cooldowns, records, now)
+        return s.report
+
+    def _plan_round(
+        self,
+        s: Steps,
+        state: ClusterState,
+        records: Records,
+        live: Live,
+        waiting: list[Pod],
+        anchors: set[str],
+        now: float,
+    ) -> None:
         for key, when in list(self._expected.items()):
             gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
             if key in anchors or gone or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
         if self._expected:
-            return s.report
+            return
         to_plan = self._room_for(waiting, records, live)
         if to_plan and self._worth_planning(Step.PLAN, state, {p.key for p in to_plan}, now):
             s.guarded(RetryKey.step(Step.PLAN), self._plan, live, to_plan, records)
-        idle = not waiting and not records.relocations and not records.consolidations
+        pausing = self._pauses_consolidation(waiting, live)
+        idle = not pausing and not records.relocations and not records.consolidations
         consolidate = self.config.consolidation.enabled and idle
         if consolidate and self._worth_planning(Step.CONSOLIDATE, state, set(), now):
             s.guarded(RetryKey.step(Step.CONSOLIDATE), self._consolidate, live, records)
-        return s.report
+
+    def _pauses_consolidation(self, waiting: list[Pod], live: Live) -> list[Pod]:
+        """The waiting pods consolidation gives way to: those makeroom may make room for (in the
+        admin's scope), which the autoscaler would add a node for (not expendable). A pod outside the
+        scope is nobody's business of makeroom's, and must not halt consolidation cluster-wide."""
+        side, futile = self.scope.room_for, self.relocations.futile
+        return [
+            p
+            for p in waiting
+            if p.priority >= EXPENDABLE_PRIORITY_CUTOFF
+            and p.key not in futile
+            and side.refuses(p, live.namespaces) is None
+        ]
 
     def clean_up(self, why: str) -> TickReport:
         """Undo everything makeroom has under way and every mark it left (``makeroom cleanup``, before
@@ -119,7 +154,7 @@ class Controller:
             self.consolidations.give_up(state, name, node, consolidation, why, now)
         handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}
         s.collect_orphans(state, set(), [p for p in marked if p.key not in handled])
-        self.consolidations.collect_orphans(state, records)  # the nodes of records were given up above
+        self.consolidations.collect_orphans(state, set(records.consolidations))  # given up above
         for workload in sorted({*records.cooldowns, *s.cooldowns}):  # those just written too
             s.act(s.cluster.delete_record, RecordKind.COOLDOWN, workload)
         s.cooldowns.clear()
@@ -138,10 +173,16 @@ class Controller:
         """The waiting pods makeroom may make room for: inside the admin's scope, without a relocation
         under way."""
         side = self.scope.room_for
+        futile = self.relocations.futile
+        # TODO(issue 19): the scheduler's other filters (inter-pod affinity, topology spread, host
+        # ports, volume zone: makeroom.model.scheduling.filter_nodes) keep the planner from counting
+        # on a node the scheduler would refuse; until then ``futile`` catches such a pod once.
         return [
             p
             for p in waiting
-            if p.key not in records.relocations and side.refuses(p, live.namespaces) is None
+            if p.key not in records.relocations
+            and p.key not in futile
+            and side.refuses(p, live.namespaces) is None
         ]
 
     def _worth_planning(self, kind: Step, state: ClusterState, waiting: set[str], now: float) -> bool:

@@ -39,6 +39,7 @@ def relocation_policy(
         make_before_break=config.strategy is Strategy.MIGRATE,
         pinned=pinned,
         expander=config.autoscaler_expander,
+        move_jobs_in=frozenset(config.move_jobs_in),
         exact_if_available=True,
         exact_budget=EXACT_BUDGET,
     )

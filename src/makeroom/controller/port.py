@@ -33,6 +33,11 @@ class EvictionBlockedError(ClusterError):
     """The eviction would break a PodDisruptionBudget (HTTP 429): try again after a backoff."""
 
 
+class EvictionRefusedError(ClusterError):
+    """The eviction can never succeed as things are (HTTP 500: the pod has more than one
+    PodDisruptionBudget): a refusal, never retried."""
+
+
 class ConflictError(ClusterError):
     """The object changed under the request (HTTP 409)."""
 

@@ -39,6 +39,9 @@ class Reason(StrEnum):
     ROLLED_BACK = "RelocationRolledBack"
     """On a pending pod: the plan no longer held (timed out, node gone, room taken); every mark and
     surge is undone and the pod is planned again after a backoff."""
+    CANNOT_HELP = "RoomNotUsed"
+    """On a pending pod: the room makeroom made for it stayed unused (the scheduler would not place
+    it there); makeroom moves nothing more for it. Recorded once per pod."""
     FELL_BACK_TO_EVICTION = "EvictedBeforeReplaced"
     """On a victim of a make-before-break move (migrate, consolidation): it was evicted, within its
     PodDisruptionBudget, before a replacement of its was Ready; the message says why (the Fallback)."""
@@ -57,7 +60,12 @@ class Reason(StrEnum):
     @property
     def warning(self) -> bool:
         """Whether the Event is a Warning (something makeroom set out to do did not happen)."""
-        return self in (Reason.ROLLED_BACK, Reason.FELL_BACK_TO_EVICTION, Reason.CONSOLIDATION_UNPRICED)
+        return self in (
+            Reason.ROLLED_BACK,
+            Reason.FELL_BACK_TO_EVICTION,
+            Reason.CONSOLIDATION_UNPRICED,
+            Reason.CANNOT_HELP,
+        )
 
 
 class Fallback(StrEnum):

@@ -35,6 +35,15 @@ log = logging.getLogger("makeroom.controller")
 STUCK_GRACE = 30.0
 """Seconds a relocation may stay unable to proceed before it gives up: three scans of the
 autoscaler, so that a node it is about to add counts, and a change seen a moment late does not."""
+STUCK_TERMINATING = 30.0
+"""Seconds past its grace period a victim may still be terminating (a finalizer of its own, a kubelet
+that does not answer) before the relocation ends: its room may never come free, and the pending pod
+must not be kept from the autoscaler meanwhile."""
+ROOM_UNUSED = 60.0
+"""Seconds the room made for a pod may stay unused (every victim gone, the pod still not bound) before
+makeroom concludes that the scheduler will not place it there (a podAffinity, a hostPort, a topology
+spread the plan did not see): the relocation ends, the pod is reported once and never planned for
+again, so that no other pods are moved for it."""
 HANDS_OFF = 60.0
 """After a roll-back, the pod is left to the autoscaler (no nomination, no scale-up delay) for this
 long before makeroom plans for it again, doubling with each roll-back in a row up to the timeout:
@@ -45,6 +54,14 @@ class Relocations:
     def __init__(self, steps: Steps) -> None:
         self.s = steps
         self._stuck: dict[str, tuple[str, float]] = {}  # pod key -> (why, since when)
+        self._freed: dict[str, float] = {}  # pod key -> since when its room has been made
+        self.futile: dict[str, str] = {}
+        """Pending pods no relocation can help (pod key -> why): reported once, never planned for
+        again while they exist. Kept in memory: a new leader tries each once more."""
+
+    def forget_gone(self, state: ClusterState) -> None:
+        for key in [k for k in self.futile if k not in state.pods]:
+            del self.futile[key]
 
     @staticmethod
     def scan(
@@ -207,16 +224,48 @@ class Relocations:
             return f"node {record.node} is gone"
         if not node.ready or node.unschedulable:
             return f"node {record.node} is no longer schedulable"
-        # The room the pod needs, once the victims are gone, must still be there.
+        stuck = self._stuck_terminating(state, record, now)
+        if stuck is not None:
+            return stuck
+        # The room the pod needs, once the victims are gone, must still be there; a pod stuck
+        # terminating keeps its room.
         victims = {v.pod for v in record.victims}
         leaving = [
             other
             for other in state.pods_on[record.node].values()
-            if other.key in victims or (other.terminating and other.priority < pod.priority)
+            if (other.key in victims or (other.terminating and other.priority < pod.priority))
+            and not _stuck(other, now)
         ]
         room = ClusterView(state).room_on(state.slot_of[record.node], pod, leaving)
         if (room < state.requests_of(pod.spec)).any():
             return f"the room on {record.node} was taken by other pods"
+        return self._unused(state, pod, record, now)  # the room is there: is it used?
+
+    def _unused(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> str | None:
+        """Why the pod is one no relocation can help, once its room has been made for ``ROOM_UNUSED``
+        and the scheduler still did not place it."""
+        gone = all((p := state.pods.get(v.pod)) is None or p.node != v.node for v in record.victims)
+        if not gone:
+            self._freed.pop(pod.key, None)
+            return None
+        since = self._freed.setdefault(pod.key, now)
+        if now - since <= ROOM_UNUSED:
+            return None
+        why = (
+            f"the room on {record.node} was made {now - since:.0f}s ago and the scheduler did not place "
+            "it there (a rule the plan does not see, such as podAffinity or a hostPort)"
+        )
+        self.futile[pod.key] = why
+        return why
+
+    @staticmethod
+    def _stuck_terminating(state: ClusterState, record: Relocation, now: float) -> str | None:
+        for victim in record.victims:
+            p = state.pods.get(victim.pod)
+            if p is not None and p.node == victim.node and _stuck(p, now):
+                assert p.gone_by is not None
+                late = now - p.gone_by
+                return f"{victim.pod} is still terminating {late:.0f}s after its grace period ended"
         return None
 
     def _given_up(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> str | None:
@@ -293,6 +342,7 @@ class Relocations:
     # --- ending --------------------------------------------------------------------------------
     def _release(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
         self._stuck.pop(pod.key, None)
+        self._freed.pop(pod.key, None)
         self.s.retry.pop(RetryKey.hands_off(pod.key), None)
         self.s.cool_down(state, record, now)
         self.s.undo_moves(state, record)
@@ -320,6 +370,7 @@ class Relocations:
         now: float,
     ) -> None:
         self._stuck.pop(key, None)
+        self._freed.pop(key, None)
         if record is not None:
             self.s.cool_down(state, record, now)
             self.s.undo_moves(state, record)
@@ -334,6 +385,11 @@ class Relocations:
         if pod is not None:
             self.s.event(ObjectKind.POD, key, Reason.ROLLED_BACK, f"rolled back: {why}")
         log.warning("relocation rolled back", extra={"pod": key, "reason": why})
+        if key in self.futile:
+            self.s.report.futile.append(key)
+            if pod is not None:
+                self.s.event(ObjectKind.POD, key, Reason.CANNOT_HELP, f"no relocation can help: {why}")
+            log.warning("no relocation can help the pod; left to the scheduler", extra={"pod": key})
 
     def _hands_off(self, key: str, now: float) -> None:
         """The pod is left to the autoscaler for a while: no plan holds it again until then."""
@@ -342,3 +398,8 @@ class Relocations:
         attempts = last.attempts + 1 if last is not None else 1
         wait = min(self.s.config.timeout, max(self.s.config.backoff, HANDS_OFF * 2.0 ** (attempts - 1)))
         self.s.retry[hold] = Retry(now + wait, attempts)
+
+
+def _stuck(pod: Pod, now: float) -> bool:
+    """A pod terminating past its grace period and the margin (``STUCK_TERMINATING``)."""
+    return pod.terminating and pod.gone_by is not None and now > pod.gone_by + STUCK_TERMINATING

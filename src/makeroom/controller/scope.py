@@ -108,8 +108,11 @@ class Side:
             return f"namespace {namespace} is not among {', '.join(sorted(self.namespaces))}"
         if self.selector.requirements:
             labels = namespaces.get(namespace)
-            if labels is None:  # not seen yet: judged by the label every namespace has
-                labels = {NAME_LABEL: namespace}
+            if labels is None:
+                # Not seen yet (the cache is behind, or it is being made): out until its labels are
+                # known. Judged by its name alone, a `notin` selector would let it in before the
+                # labels that keep it out are read (fail-open).
+                return f"namespace {namespace} is not known yet"
             if not self.selector.matches(labels):
                 return f"namespace {namespace} does not match {self.selector}"
         return None

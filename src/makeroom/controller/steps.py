@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from makeroom.controller.config import ControllerConfig, Strategy
-from makeroom.controller.port import Clock, Cluster, ClusterError, EvictionBlockedError, NotFoundError
+from makeroom.controller.port import (
+    Clock,
+    Cluster,
+    ClusterError,
+    EvictionBlockedError,
+    EvictionRefusedError,
+    NotFoundError,
+)
 from makeroom.controller.reasons import Fallback, ObjectKind, Reason
 from makeroom.controller.records import (
     PRIOR_DELETION_COST,
@@ -122,6 +129,8 @@ class TickReport:
     """Victims evicted through the Eviction API."""
     fallbacks: list[tuple[str, Fallback]] = field(default_factory=list)
     """Victims of a make-before-break move evicted before a replacement of theirs was Ready, and why."""
+    futile: list[str] = field(default_factory=list)
+    """Pending pods found to be beyond any relocation's help (reported once, not planned for again)."""
     waiting_for_surge: list[str] = field(default_factory=list)
     """Pending pods whose relocation waits for another's surge of the same workload to end."""
     actions: int = 0
@@ -302,6 +311,8 @@ class Steps:
                     "eviction refused by its budget; retrying", extra={"pod": victim.pod, "wait_s": wait}
                 )
                 continue
+            except EvictionRefusedError as exc:
+                raise RefusedError(Refusal.EVICTION_REFUSED, f"{victim.pod}: {exc}") from exc
             except NotFoundError:
                 continue
             self.retry.pop(retry, None)
@@ -382,11 +393,15 @@ class Steps:
             return
         self.act(self.cluster.scale, workload, surge.base)
 
-    def collect_orphans(self, state: ClusterState, live: set[str], marked: list[Pod]) -> None:
-        """Victim marks that no record explains (a controller died between two actions): removed."""
-        for p in marked:
-            if p.annotations.get(VICTIM_OF) not in live and not p.terminating:
-                self.unmark(p)
+    def collect_orphans(
+        self, state: ClusterState, live: set[str], marked: list[Pod], limit: int | None = None
+    ) -> None:
+        """Victim marks that no record explains (a controller died between two actions, or a tenant
+        wrote them): removed, at most ``limit`` a call, taken in turn from each namespace so that one
+        tenant's thousands of marks neither take the whole round nor hold back another's."""
+        orphans = [p for p in marked if p.annotations.get(VICTIM_OF) not in live and not p.terminating]
+        for p in fair_share(orphans, limit):
+            self.unmark(p)
 
     # --- the cooldown ------------------------------------------------------------------------------
     def see(self, records: Records) -> None:
@@ -429,6 +444,24 @@ class Steps:
             if c is None or now >= c.until:
                 self.act(self.cluster.delete_record, RecordKind.COOLDOWN, workload)
                 self.cooldowns.pop(workload, None)
+
+
+def fair_share(pods: list[Pod], limit: int | None) -> list[Pod]:
+    """Up to ``limit`` of the pods, one of each namespace in turn (namespaces and pods in name order,
+    so a round is the same whatever the cache's order)."""
+    by_namespace: dict[str, list[Pod]] = {}
+    for p in sorted(pods, key=lambda p: p.key):
+        by_namespace.setdefault(p.namespace, []).append(p)
+    queues = [by_namespace[ns] for ns in sorted(by_namespace)]
+    out: list[Pod] = []
+    depth = 0
+    while queues and (limit is None or len(out) < limit):
+        for queue in queues:
+            if depth < len(queue) and (limit is None or len(out) < limit):
+                out.append(queue[depth])
+        queues = [q for q in queues if len(q) > depth + 1]
+        depth += 1
+    return out
 
 
 def replacements(state: ClusterState, record: Moves, left_only: bool = False) -> dict[str, set[str]]:

@@ -59,6 +59,9 @@ class Refusal(StrEnum):
     group it may use can grow."""
     MAKE_ROOM_OFF = "make-room-off"
     """The pending pod opts out of relocation (makeroom.io/make-room: "false")."""
+    EVICTION_REFUSED = "eviction-refused"
+    """The API server refuses a victim's eviction for good as things are (the pod is under more than
+    one PodDisruptionBudget, which the Eviction API does not support): no retry can succeed."""
     SURGE_TAKEN = "surge-taken"
     """Another relocation or consolidation under way surges the workload: one owner of a workload's
     surge at a time, so that two never scale it against each other."""
@@ -164,7 +167,8 @@ def victim_still_fits_the_record(command: Command, ctx: Context) -> RefusedError
     one = command.action in (Action.MARK, Action.EVICT)
     targets = [v for v in record.victims if not one or v.pod == command.target]
     pending = ctx.pending(record)
-    rules = Policy(now=ctx.live.now, cooldown=0.0)  # the cooldown was the plan's to judge
+    # the cooldown was the plan's to judge
+    rules = Policy(now=ctx.live.now, cooldown=0.0, move_jobs_in=frozenset(ctx.config.move_jobs_in))
     for victim in targets:
         pod = ctx.state.pods.get(victim.pod)
         if pod is None or pod.terminating or pod.node != victim.node:

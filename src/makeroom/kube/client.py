@@ -195,6 +195,8 @@ class Api:
         self._sleep = sleep
         self.fence = fence
         self.calls = 0
+        self.on_attempt: Callable[[], None] | None = None
+        """Called after each attempt, answered or not: the loop is making progress (liveness)."""
 
     def fenced(self, fence: Fence) -> Api:
         """This client (its transport, rate limit and retries) for writes only a leader may make: each
@@ -211,6 +213,7 @@ class Api:
             sleep=self._sleep,
             fence=fence,
         )
+        out.on_attempt = self.on_attempt
         return out
 
     def _left(self, method: str, path: str) -> float:
@@ -246,6 +249,8 @@ class Api:
                 text = data.decode("utf-8", errors="replace")
             except Exception as exc:  # no answer: connection refused, reset, timed out, TLS ...
                 status, text = 0, f"{type(exc).__name__}: {exc}"
+            if self.on_attempt is not None:
+                self.on_attempt()
             if 200 <= status <= 299:
                 return json.loads(text) if text.strip() else {}
             message = _message(status, text, text)

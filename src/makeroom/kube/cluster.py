@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from makeroom.controller.port import ClusterError, ConflictError, EvictionBlockedError, NotFoundError
+from makeroom.controller.port import (
+    ClusterError,
+    ConflictError,
+    EvictionBlockedError,
+    EvictionRefusedError,
+    NotFoundError,
+)
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
@@ -42,6 +48,9 @@ from makeroom.kube.options import NominationMode
 from makeroom.model import Taint, Toleration
 from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
+
+SEVERAL_BUDGETS = "more than one PodDisruptionBudget"
+"""In the API server's answer (HTTP 500) to the eviction of a pod that several budgets select."""
 
 log = logging.getLogger("makeroom.kube")
 
@@ -126,6 +135,7 @@ class KubeCluster:
         self.identity = identity
         self.records_namespace = records_namespace
         self.in_flight: dict[RecordKind, set[str]] = {kind: set() for kind in RecordKind}
+        self._legacy_names: dict[tuple[RecordKind, str], str] = {}
         """Subjects of the records last read or written, for the metrics."""
         self.nomination = nomination or Nomination()
         self.may_act = may_act
@@ -231,6 +241,9 @@ class KubeCluster:
                     )
                     continue
                 found[parsed[0]] = parsed[1]
+                name = (obj.get("metadata") or {}).get("name")
+                if isinstance(name, str) and name != crs.object_name(kind, parsed[0]):
+                    self._legacy_names[kind, parsed[0]] = name  # written under an older naming
             self.in_flight[kind] = set(found)
         return out
 
@@ -251,6 +264,10 @@ class KubeCluster:
         self._guard("forget", subject, {"kind": kind.value})
         with contextlib.suppress(NotFoundError):  # gone already: what was asked
             self.writer.request("DELETE", path)
+        legacy = self._legacy_names.pop((kind, subject), None)
+        if legacy is not None:
+            with contextlib.suppress(NotFoundError):
+                self.writer.request("DELETE", f"{crs.collection(self.records_namespace, kind)}/{legacy}")
         self.in_flight[kind].discard(subject)
 
     def _reservations(self, state: ClusterState) -> dict[str, str]:
@@ -302,11 +319,14 @@ class KubeCluster:
                 "POST",
                 path_of(ns, name, "pods", sub="eviction"),
                 body=body,
-                retry_statuses=frozenset({0, 500, 502, 503, 504}),
+                # 500 is not retried here: it may be the refusal below (the next round retries others)
+                retry_statuses=frozenset({0, 502, 503, 504}),
             )
         except KubeError as exc:
             if exc.status == 429:
                 raise EvictionBlockedError(str(exc)) from exc
+            if exc.status == 500 and SEVERAL_BUDGETS in str(exc):
+                raise EvictionRefusedError(str(exc)) from exc
             raise
 
     def delete_pod(self, pod: str) -> None:

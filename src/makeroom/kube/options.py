@@ -36,6 +36,7 @@ class RunOptions:
     groups: GroupConfig | None = None
     metrics_port: int | None = 8080
     metrics_host: str = "0.0.0.0"
+    metrics_auth: bool = True  # /metrics only for a token the API server lets get /metrics
     leader_elect: bool = True
     lease_namespace: str = "default"
     lease_name: str = "makeroom"

@@ -44,9 +44,14 @@ def collection(namespace: str, kind: RecordKind) -> str:
 
 def object_name(kind: RecordKind, subject: str) -> str:
     """The resource's name: ``<namespace>.<pod>`` for a relocation, the node's name for a
-    consolidation, ``<namespace>.<workload>`` for a cooldown (all valid names; a workload of the
-    simulator's has no namespace); a name too long gets a digest instead of its tail."""
-    name = subject.replace("/", ".", 1) if kind is not RecordKind.CONSOLIDATION else subject
+    consolidation, ``<namespace>.<workload>`` for a cooldown (all valid names); a name too long gets a
+    digest instead of its tail. The namespace is always there, ``default`` included (a workload key
+    leaves it out), and a namespace has no dot: ``default/prod.api`` and ``prod/api`` are
+    ``default.prod.api`` and ``prod.api``, never one name."""
+    if kind is RecordKind.CONSOLIDATION:
+        name = subject
+    else:
+        name = (subject if "/" in subject else f"default/{subject}").replace("/", ".", 1)
     if len(name) <= MAX_NAME and _NAME.match(name):
         return name
     digest = hashlib.sha256(subject.encode()).hexdigest()[:16]

@@ -22,11 +22,11 @@ from makeroom.controller.reasons import UNPRICED, ObjectKind, Reason
 from makeroom.controller.records import RecordKind
 from makeroom.errors import InputError
 from makeroom.kube.cache import Cache
-from makeroom.kube.client import Api, KubeError
+from makeroom.kube.client import Api, KubeError, RateLimiter
 from makeroom.kube.cluster import KubeCluster, Nomination
 from makeroom.kube.dryrun import DryRunCluster
 from makeroom.kube.leader import LeaderElector
-from makeroom.kube.metrics import HealthServer, Metrics
+from makeroom.kube.metrics import HealthServer, Metrics, MetricsAuth
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan
@@ -46,6 +46,8 @@ class Runner:
         self.api, self.opts = api, opts
         self.stop = stop or threading.Event()
         self.metrics = Metrics()
+        self.heartbeat = self.progress = time.monotonic()
+        api.on_attempt = self._progressed
         self.cache = Cache(
             api, opts.groups, autoscaler_namespace=opts.autoscaler_namespace, resync=opts.resync
         )
@@ -65,7 +67,6 @@ class Runner:
         )
         self.port: KubeCluster | DryRunCluster = DryRunCluster(self.kube) if opts.dry_run else self.kube
         self.controller: Controller | None = None
-        self.heartbeat = time.monotonic()
         self.last_plan: Plan | None = None
         self.health: HealthServer | None = None
         self._said_unpriced = False
@@ -92,8 +93,15 @@ class Runner:
                 extra={"pod": target, "seconds": time.monotonic() - at},
             )
 
+    def _progressed(self) -> None:
+        self.progress = time.monotonic()
+
     def healthy(self) -> bool:
-        return time.monotonic() - self.heartbeat < max(60.0, 10 * self.opts.config.interval)
+        """Stalled only when makeroom itself is stuck: no round started and no API call came back (or
+        failed) for a minute. A long round that is making calls (a slow API server, a rate limit) is
+        alive; restarting it would help nothing."""
+        last = max(self.heartbeat, self.progress)
+        return time.monotonic() - last < max(60.0, 10 * self.opts.config.interval)
 
     def ready(self) -> bool:
         return self.cache.synced
@@ -103,13 +111,20 @@ class Runner:
         if self.opts.metrics_port is not None:
             host, port = self.opts.metrics_host, self.opts.metrics_port
             try:
-                self.health = HealthServer(port, self.metrics, self.healthy, self.ready, host)
+                auth = None
+                if self.opts.metrics_auth:  # its own small rate limit: a scraper never takes makeroom's
+                    reviews = Api(self.api.transport, RateLimiter(5.0, 10), retries=0, timeout=5.0)
+                    auth = MetricsAuth(reviews)
+                self.health = HealthServer(port, self.metrics, self.healthy, self.ready, host, auth)
             except (OSError, OverflowError) as exc:  # in use, not ours to bind, not an address here
                 raise ListenError(
                     f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}"
                 ) from None
             self.health.start()
-            log.info("serving /healthz /readyz /metrics", extra={"port": self.health.port})
+            log.info(
+                "serving /healthz /readyz /metrics",
+                extra={"port": self.health.port, "metrics_auth": self.opts.metrics_auth},
+            )
         self.cache.start()
         if self.elector is not None:
             self.metrics.leader.set(0)

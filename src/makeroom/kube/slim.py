@@ -91,16 +91,17 @@ def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
     if node_affinity:
         template["affinity"] = {"nodeAffinity": node_affinity}
-    local: list[dict[str, dict[str, str]]] = [
-        {k: {} for k in ("emptyDir", "hostPath") if k in v}
-        for v in spec.get("volumes") or ()
-        if isinstance(v, dict) and ("emptyDir" in v or "hostPath" in v)
-    ]
+    # Of the volumes, only the kinds planning asks about: one of each kind the pod has.
+    volumes = [v for v in spec.get("volumes") or () if isinstance(v, dict)]
+    kinds = ("emptyDir", "hostPath", "persistentVolumeClaim")
+    local: list[dict[str, dict[str, str]]] = [{k: {}} for k in kinds if any(k in v for v in volumes)]
     if local:
-        template["volumes"] = local[:1]
+        template["volumes"] = local
     s: JSON = dict(intern.value(template))
     if spec.get("nodeName"):
         s["nodeName"] = intern.value(spec["nodeName"])
+    if spec.get("schedulingGates"):
+        s["schedulingGates"] = [{"name": "gated"}]  # that there are gates is all planning needs
     conditions = [
         _pick(c, ("type", "status", "reason", "lastTransitionTime"))
         if c.get("type") == "PodScheduled"

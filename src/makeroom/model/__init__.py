@@ -12,6 +12,7 @@ from makeroom.model.nodepool import (
 from makeroom.model.objects import (
     DELETION_COST,
     DO_NOT_MOVE,
+    EXPENDABLE_PRIORITY_CUTOFF,
     GROUP_LABEL,
     HOSTNAME_LABEL,
     REPLICAS_OWNER,
@@ -45,6 +46,7 @@ from makeroom.model.resources import ResourceIndex, Resources
 __all__ = [
     "DELETION_COST",
     "DO_NOT_MOVE",
+    "EXPENDABLE_PRIORITY_CUTOFF",
     "GROUP_LABEL",
     "HOSTNAME_LABEL",
     "REPLICAS_OWNER",

@@ -19,7 +19,14 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 REPLICAS_OWNER = "makeroom.io/replicas-owner"  # on a Deployment: who else sets its replicas (KEDA...)
 VICTIM_OF = "makeroom.io/victim-of"  # on a pod that makeroom moves, naming the pod it makes room for
 RESERVED_FOR = "makeroom.io/reserved-for"  # NoSchedule taint holding a node's room for one pod (its id)
+NODE_NAME_FIELD = "field:metadata.name"
+"""A node affinity term's ``matchFields`` on ``metadata.name``, read as a requirement on this key,
+which every node of a snapshot carries among its labels with its name (no real label key has a
+colon, so none can pass for it)."""
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+EXPENDABLE_PRIORITY_CUTOFF = -10
+"""The cluster-autoscaler's default --expendable-pods-priority-cutoff: it adds no node for a pod of
+lower priority."""
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
@@ -267,6 +274,7 @@ class PodSpec:
     startup_time: float = 10.0
     termination_grace: float = 30.0
     local_storage: bool = False
+    claims_volume: bool = False  # a persistentVolumeClaim volume: its PV may be bound to a node or zone
     # Inter-pod (anti-)affinity, spreading, host ports, volumes and a nodeName pin (model.scheduling):
     pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required, ANDed
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required, ANDed
@@ -310,6 +318,11 @@ class Pod:
     seq: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    gone_by: float | None = None
+    """A terminating pod's deletionTimestamp: when its grace period ends and it should be gone."""
+    gated: bool = False
+    """Held back by spec.schedulingGates: the scheduler does not try it, so it holds no room and none
+    is made for it."""
 
     @property
     def priority(self) -> int:
@@ -369,6 +382,9 @@ class Workload:
     replicas: int
     namespace: str = "default"
     pdb: DisruptionBudget | None = None
+    more_pdbs: tuple[DisruptionBudget, ...] = ()
+    """Budgets besides ``pdb`` that select its pods: the Eviction API then refuses every eviction
+    (HTTP 500), whatever each budget allows."""
     owner_kind: OwnerKind = OwnerKind.REPLICA_SET
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # its pod template's labels

@@ -335,4 +335,5 @@ class ClusterState:
             yield Room(node, self.node_free(name))
 
     def pending(self) -> list[Pod]:
-        return [p for p in self.pods.values() if p.node is None and not p.terminating]
+        """Pods the scheduler tries to place (a gated pod is not one of them until its gates go)."""
+        return [p for p in self.pods.values() if p.node is None and not p.terminating and not p.gated]

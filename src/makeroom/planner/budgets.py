@@ -51,7 +51,9 @@ class Budgets:
             for name in budgeted:
                 w = state.workloads[name]
                 assert w.pdb is not None
-                allowed[name] = w.pdb.disruptions_allowed(healthy[name], w.replicas)
+                # Under several budgets, no eviction is ever allowed (the API server answers 500).
+                several = bool(w.more_pdbs)
+                allowed[name] = 0 if several else w.pdb.disruptions_allowed(healthy[name], w.replicas)
             self._allowed = allowed
         return self._allowed
 

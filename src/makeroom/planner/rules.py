@@ -20,14 +20,18 @@ def not_movable(pod: Pod, policy: Policy, budgets: Budgets | None = None) -> Not
         return NotMovable.TERMINATING
     if pod.owner_kind == OwnerKind.NODE or MIRROR_ANNOTATION in pod.annotations:
         return NotMovable.MIRROR
-    if pod.owner_kind == OwnerKind.NONE:
-        return NotMovable.NO_CONTROLLER
+    if pod.owner_kind in (OwnerKind.NONE, OwnerKind.JOB) and pod.namespace not in policy.move_jobs_in:
+        # A Job's pod evicted may fail its Job (backoffLimit), a bare pod is gone for good: only
+        # where the admin says so.
+        return NotMovable.NO_CONTROLLER if pod.owner_kind == OwnerKind.NONE else NotMovable.JOB
     if pod.owner_kind == OwnerKind.DAEMON_SET:
         return NotMovable.DAEMON_SET
     if pod.is_system_critical():
         return NotMovable.SYSTEM_CRITICAL
     if pod.spec.local_storage:
         return NotMovable.LOCAL_STORAGE
+    if pod.owner_kind == OwnerKind.STATEFUL_SET and pod.spec.claims_volume:
+        return NotMovable.PERSISTENT_VOLUME
     opt_out = pod.annotations.get(DO_NOT_MOVE)
     if opt_out is not None and opt_out.strip().lower() not in _FALSE:
         return NotMovable.OPTED_OUT

@@ -77,6 +77,16 @@ class NotMovable(_Described):
     )
     MIRROR = "mirror", "A mirror pod of a static pod: it lives and dies with its node."
     DAEMON_SET = "daemonset", "A DaemonSet pod belongs to its node."
+    JOB = (
+        "job",
+        """A Job's pod: evicted, its work is lost and its Job may fail (backoffLimit). Moved only in
+        the namespaces the admin opts in (controller.moveJobsIn, --move-jobs-in).""",
+    )
+    PERSISTENT_VOLUME = (
+        "persistent-volume",
+        """A StatefulSet pod with a PersistentVolumeClaim: its volume may be local to its node or
+        bound to its zone, and its replacement could never start elsewhere.""",
+    )
     SYSTEM_CRITICAL = (
         "system-critical",
         "The pod is system-critical (a system priority class or priority).",
@@ -139,6 +149,7 @@ class Policy:
     skip: frozenset[str] = frozenset()  # pod keys (namespace/name) not to plan for
     recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown, as the controller remembers
     pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (scope, in flight)
+    move_jobs_in: frozenset[str] = frozenset()  # namespaces whose Job (and bare) pods may be moved
     exact_step_limit: int = 2_000_000  # exact mode: search steps per candidate node before giving up
     exact_budget: float = 10.0  # exact joint mode: the solver's deterministic time limit (about seconds)
     expander: Expander = Expander.LEAST_WASTE  # the cluster-autoscaler's (the first of its chain)

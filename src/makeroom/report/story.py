@@ -111,6 +111,7 @@ REASON_OF_KIND: dict[str, str] = {
     "relocation_evicted": Reason.EVICTED,
     "relocation_done": Reason.ROOM_MADE,
     "relocation_rolled_back": Reason.ROLLED_BACK,
+    "relocation_futile": Reason.CANNOT_HELP,
 }
 
 

@@ -32,6 +32,7 @@ from makeroom.controller.config import (
 from makeroom.model import limits
 from makeroom.model.expander import SIMULATED, Expander
 from makeroom.model.nodepool import AutoscalerKind, ConsolidationPolicy
+from makeroom.model.objects import EXPENDABLE_PRIORITY_CUTOFF
 
 # Every number goes through the shared rules of makeroom.model.limits (the same as dumps, trace CSVs
 # and flags): finite, in range, and whole where it counts things.
@@ -174,7 +175,7 @@ class AutoscalerSpec(Strict):
     expander: SimulatedExpander = Expander.LEAST_WASTE
     scale_down_unneeded_time: Duration = 600.0
     scale_down_utilization_threshold: Ratio = 0.5
-    expendable_pods_priority_cutoff: Priority = -10
+    expendable_pods_priority_cutoff: Priority = EXPENDABLE_PRIORITY_CUTOFF
     scale_down_delay_after_add: Duration = 600.0
     max_graceful_termination: Duration = 600.0
 

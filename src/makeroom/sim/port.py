@@ -27,6 +27,7 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.ROOM_MADE: "relocation_done",
     Reason.ROLLED_BACK: "relocation_rolled_back",
     Reason.FELL_BACK_TO_EVICTION: "migrate_fell_back",
+    Reason.CANNOT_HELP: "relocation_futile",
     # The consolidation Events keep the generic kind that the pinned JSON of the seeds carries
     # (tests/golden): kinds of their own would change spec v1's output for seed 4.
     Reason.CONSOLIDATING: GENERIC_KIND,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from makeroom.model import OwnerKind, Pod, format_quantity
-from makeroom.model.objects import Node, Workload
+from makeroom.model.objects import NODE_NAME_FIELD, Node, NodeSelectorTerm, Workload
 from makeroom.model.resources import Resources
 from makeroom.model.state import ClusterState
 
@@ -49,7 +49,7 @@ def node_object(node: Node) -> dict[str, Any]:
         "kind": "Node",
         "metadata": {
             "name": node.name,
-            "labels": dict(node.labels),
+            "labels": {k: v for k, v in node.labels.items() if k != NODE_NAME_FIELD},
             "creationTimestamp": _time(node.created_at),
         },
         "spec": spec,
@@ -109,14 +109,7 @@ def pod_object(pod: Pod) -> dict[str, Any]:
         spec["affinity"] = {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": r.key, "operator": r.operator, "values": list(r.values)} for r in term
-                            ]
-                        }
-                        for term in s.required_affinity
-                    ]
+                    "nodeSelectorTerms": [_term(term) for term in s.required_affinity]
                 }
             }
         }
@@ -173,3 +166,17 @@ def autoscaler_status_object(state: ClusterState) -> dict[str, Any]:
         "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
         "data": {"status": "\n".join(lines) + "\n"},
     }
+
+
+def _term(term: NodeSelectorTerm) -> dict[str, Any]:
+    """A node selector term as the pod had it: its matchFields (the node's name) apart."""
+    out: dict[str, Any] = {}
+    for key, r_key in (("matchExpressions", False), ("matchFields", True)):
+        reqs = [
+            {"key": "metadata.name" if r_key else r.key, "operator": r.operator, "values": list(r.values)}
+            for r in term
+            if (r.key == NODE_NAME_FIELD) == r_key
+        ]
+        if reqs:
+            out[key] = reqs
+    return out

@@ -35,6 +35,7 @@ from makeroom.model import (
     limits,
 )
 from makeroom.model.expander import PRIORITY_CONFIGMAP, group_priorities
+from makeroom.model.objects import NODE_NAME_FIELD
 from makeroom.model.quantity import MAX_DURATION, MAX_QUANTITY
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
 from makeroom.model.state import ClusterState
@@ -202,7 +203,7 @@ class _Builder:
                 name=str(meta["name"]),
                 group=group_of(labels) or UNGROUPED,
                 allocatable=Resources(alloc),
-                labels=labels,
+                labels={**labels, NODE_NAME_FIELD: str(meta["name"])},
                 taints=taints,
                 unschedulable=bool(spec.get("unschedulable")),
                 ready=_is_true(list_at(status, "conditions", f"{where}.status", problems), "Ready"),
@@ -245,11 +246,13 @@ class _Builder:
             node=str(node_name) if node_name else None,
             ready=_is_true(conditions, "Ready"),
             terminating=meta.get("deletionTimestamp") is not None,
+            gone_by=_timestamp(meta["deletionTimestamp"]) if meta.get("deletionTimestamp") else None,
             nominated_node=str(nominated) if nominated else None,
             created_at=created,
             unschedulable_since=unschedulable,
             annotations=annotations,
             labels=labels,
+            gated=bool(spec.get("schedulingGates")) and not node_name,
         )
         self.pods.append((pod, where))
 
@@ -278,6 +281,7 @@ class _Builder:
                     type(v) is dict and ("emptyDir" in v or "hostPath" in v)
                     for v in spec.get("volumes") or ()
                 ),
+                any(type(v) is dict and "persistentVolumeClaim" in v for v in spec.get("volumes") or ()),
             )
         except (AttributeError, TypeError):
             return None
@@ -302,6 +306,7 @@ class _Builder:
             problems.add(f"{where}.spec.nodeSelector", "expected a mapping of label to value")
             selector = None
         node_selector = str_map(selector, f"{where}.spec.nodeSelector", problems)
+        volumes = list_at(spec, "volumes", f"{where}.spec", problems)
         pod_spec = PodSpec(
             requests=requests,
             priority=priority,
@@ -312,9 +317,9 @@ class _Builder:
             priority_class=str(spec.get("priorityClassName") or ""),
             termination_grace=self.grace(spec.get("terminationGracePeriodSeconds"), where),
             local_storage=any(
-                isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v)
-                for v in list_at(spec, "volumes", f"{where}.spec", problems)
+                isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v) for v in volumes
             ),
+            claims_volume=any(isinstance(v, Mapping) and "persistentVolumeClaim" in v for v in volumes),
         )
         return self._specs.setdefault(pod_spec, pod_spec)
 
@@ -443,6 +448,13 @@ class _Builder:
                 req = requirement(e, f"{term_path}.matchExpressions[{j}]", problems, NODE_OPERATORS)
                 if req is not None:
                     reqs.append(req)
+            for j, e in enumerate(list_at(term, "matchFields", term_path, problems)):
+                # metadata.name is the one field Kubernetes matches: only the nodes named match
+                req = requirement(e, f"{term_path}.matchFields[{j}]", problems, ("In", "NotIn"))
+                if req is not None:
+                    reqs.append(NodeSelectorRequirement(NODE_NAME_FIELD, req.operator, req.values))
+            if not reqs:  # an empty term matches no node (the scheduler's rule), never every node
+                reqs.append(NodeSelectorRequirement(NODE_NAME_FIELD, "In", ()))
             terms.append(tuple(reqs))
         return tuple(terms)
 
@@ -739,8 +751,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
         w.replicas_owner = b.replica_owners.get(name) or w.annotations.get(REPLICAS_OWNER)
     for namespace, selector, budget, _ in b.pdbs:
         for name, (ns, labels) in labels_of.items():
-            if ns == namespace and workloads[name].pdb is None and selector_matches(selector, labels):
-                workloads[name].pdb = budget
+            if ns == namespace and selector_matches(selector, labels):
+                w = workloads[name]
+                if w.pdb is None:
+                    w.pdb = budget
+                else:  # kept: the Eviction API refuses a pod under two budgets
+                    w.more_pdbs = (*w.more_pdbs, budget)
     names: set[str] = set()
     for n in b.nodes:
         names.update(n.allocatable)
