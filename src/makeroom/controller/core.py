@@ -174,9 +174,9 @@ class Controller:
         under way."""
         side = self.scope.room_for
         futile = self.relocations.futile
-        # TODO(issue 19): the scheduler's other filters (inter-pod affinity, topology spread, host
-        # ports, volume zone: makeroom.model.scheduling.filter_nodes) keep the planner from counting
-        # on a node the scheduler would refuse; until then ``futile`` catches such a pod once.
+        # The planner counts only on nodes the scheduler's filters admit (model.scheduling: inter-pod
+        # affinity, topology spread, host ports, volumes); ``futile`` catches, once, a pod that the
+        # scheduler still left waiting on the room made for it.
         return [
             p
             for p in waiting

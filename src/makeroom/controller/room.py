@@ -84,8 +84,6 @@ class Room:
             node = state.node_at[int(slot)]
             if node is None or node.name == not_node or node.unschedulable:
                 continue
-            # TODO(issue 19): the scheduler's other filters (makeroom.model.scheduling.filter_nodes:
-            # inter-pod affinity, topology spread, host ports) belong beside this one.
             if label_fit(spec, node.labels, _taints(node)) is None:
                 self.free[slot] -= req
                 return True
