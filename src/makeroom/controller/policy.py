@@ -54,7 +54,12 @@ def plan_policy(
 ) -> Policy:
     """The policy of a round with nothing under way (``makeroom plan``): the pending pods outside the
     scope's ``room_for`` side are not planned for, the pods outside its ``move`` side stay."""
-    labels = namespaces or {}
+    # Without the live cache's namespaces (a scenario, a dump): each namespace as the state knows it,
+    # with the name label the API server sets on every namespace.
+    labels = namespaces or {
+        ns: state.namespace_labels(ns)
+        for ns in {p.namespace for p in state.pods.values()} | set(state.namespaces)
+    }
     skip = frozenset(p.key for p in state.pending() if scope.room_for.refuses(p, labels) is not None)
     return relocation_policy(config, now, skip=skip, pinned=scope.move.outside(state.pods, labels))
 
