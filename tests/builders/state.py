@@ -41,11 +41,14 @@ class StateBuilder:
     ) -> NodeGroup:
         return NodeGroup(name, Resources.parse(capacity), {}, taints, 0, max, price)
 
-    def node(self, group: str, ready: bool = True, name: str | None = None) -> str:
+    def node(
+        self, group: str, ready: bool = True, name: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> str:
         g = self.state.groups[group]
         n = self.numbers.get(group, 0)
         self.numbers[group] = n + 1
-        node = Node(name or f"{group}-{n}", group, g.capacity, g.node_labels(), g.taints, ready=ready)
+        node_labels = {**g.node_labels(), **(labels or {})}
+        node = Node(name or f"{group}-{n}", group, g.capacity, node_labels, g.taints, ready=ready)
         self.state.add_node(node)
         return node.name
 
@@ -64,6 +67,7 @@ class StateBuilder:
         spec: PodSpec | None = None,
         namespace: str = "default",
         priority_class: str = "",
+        labels: Mapping[str, str] | None = None,
     ) -> Pod:
         if spec is None:
             spec = PodSpec(
@@ -87,6 +91,7 @@ class StateBuilder:
             created_at=float(self.seq),
             annotations=dict(annotations or {}),
             namespace=namespace,
+            labels=dict(labels or {}),
         )
         self.state.add_pod(pod)
         return pod

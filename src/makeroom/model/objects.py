@@ -96,6 +96,106 @@ class NodeSelectorRequirement:
 
 NodeSelectorTerm = tuple[NodeSelectorRequirement, ...]
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the kubelet sets it to the node's name
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every namespace
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: matchLabels and matchExpressions, ANDed. The empty selector matches
+    everything; where Kubernetes distinguishes a missing selector (matches nothing), the field holding
+    it is ``LabelSelector | None``. Expressions use In, NotIn, Exists and DoesNotExist."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+    def narrowed(
+        self, labels: Mapping[str, str], match_keys: tuple[str, ...], mismatch_keys: tuple[str, ...] = ()
+    ) -> LabelSelector:
+        """The selector with matchLabelKeys / mismatchLabelKeys merged in, from the incoming pod's own
+        labels (``key in (value)``, ``key notin (value)``); a key the pod lacks is ignored."""
+        extra = tuple(
+            NodeSelectorRequirement(k, "In", (labels[k],)) for k in match_keys if k in labels
+        ) + tuple(NodeSelectorRequirement(k, "NotIn", (labels[k],)) for k in mismatch_keys if k in labels)
+        if not extra:
+            return self
+        return LabelSelector(self.match_labels, self.match_expressions + extra)
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required (or, inside ``WeightedPodAffinityTerm``, preferred) inter-pod (anti-)affinity term.
+
+    The namespaces it looks in: ``namespaces`` united with those ``namespace_selector`` matches; both
+    empty/None means the namespace of the pod carrying the term. ``label_selector`` None matches no pod.
+    """
+
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int  # 1-100
+    term: PodAffinityTerm
+
+
+class UnsatisfiableAction(StrEnum):
+    DO_NOT_SCHEDULE = "DoNotSchedule"
+    SCHEDULE_ANYWAY = "ScheduleAnyway"
+
+
+class InclusionPolicy(StrEnum):
+    HONOR = "Honor"
+    IGNORE = "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """A pod's topologySpreadConstraints entry. ``label_selector`` None matches no pod (the skew is then
+    counted over nothing, as kube-scheduler does)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: UnsatisfiableAction = UnsatisfiableAction.DO_NOT_SCHEDULE
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: InclusionPolicy = InclusionPolicy.HONOR
+    node_taints_policy: InclusionPolicy = InclusionPolicy.IGNORE
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A container port with a hostPort: two pods on one node conflict when protocol and port are
+    equal and their host IPs are equal or either is the wildcard 0.0.0.0."""
+
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeConstraint:
+    """Where a bound PersistentVolume of the pod can be reached: its required node affinity (ORed terms)
+    and its zone/region labels (VolumeZone: the node's label must be one of the values, a value may list
+    several separated by ``__``)."""
+
+    name: str
+    node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    zone_labels: tuple[tuple[str, str], ...] = ()
+
 
 @dataclass(frozen=True, slots=True)
 class NodeGroup:
@@ -159,6 +259,25 @@ class PodSpec:
     startup_time: float = 10.0
     termination_grace: float = 30.0
     local_storage: bool = False
+    # Inter-pod (anti-)affinity, spreading, host ports, volumes and a nodeName pin (model.scheduling):
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required, ANDed
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required, ANDed
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    volumes: tuple[VolumeConstraint, ...] = ()
+    node_name: str = ""  # spec.nodeName set before scheduling: the pod may go to that node only
+
+    @property
+    def places_by_pods(self) -> bool:
+        """Whether where this pod may go depends on other pods (not only on the node)."""
+        return bool(
+            self.pod_affinity
+            or self.pod_anti_affinity
+            or self.host_ports
+            or any(c.when_unsatisfiable is UnsatisfiableAction.DO_NOT_SCHEDULE for c in self.topology_spread)
+        )
 
     @staticmethod
     def effective(requests: Resources) -> Resources:

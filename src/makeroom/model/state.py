@@ -16,7 +16,15 @@ import numpy.typing as npt
 
 from makeroom.model.fit import static_fit
 from makeroom.model.nodepool import AutoscalerKind
-from makeroom.model.objects import Node, NodeGroup, Pod, PodSpec, Workload
+from makeroom.model.objects import (
+    HOSTNAME_LABEL,
+    NAMESPACE_NAME_LABEL,
+    Node,
+    NodeGroup,
+    Pod,
+    PodSpec,
+    Workload,
+)
 from makeroom.model.resources import ResourceIndex, Resources, Vector
 
 Mask = npt.NDArray[np.bool_]
@@ -68,6 +76,14 @@ class ClusterState:
         self._req_cache: dict[int, tuple[PodSpec, Vector]] = {}
         self._mask_cache: dict[int, tuple[PodSpec, Mask]] = {}
         self._nominated_count = 0
+        # For the filters that look at other pods (model.scheduling): bound pods by label key and value,
+        # bound pods whose spec has required anti-affinity (by spec id) or host ports, and namespaces'
+        # labels for namespaceSelector. Kept in step by bind / remove_pod / remove_node.
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.by_label: dict[str, dict[str, dict[str, Pod]]] = {}
+        self.anti_affine: dict[int, tuple[PodSpec, dict[str, Pod]]] = {}
+        self.with_ports: dict[str, Pod] = {}
+        self.domain_cache: dict[object, object] = {}  # model.scheduling's per-node facts, until nodes change
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
         self.node_generation = 0  # bumped when nodes come, go, or change labels, taints, readiness
 
@@ -104,6 +120,7 @@ class ClusterState:
             self._widen(unknown)
         if not self._free_slots:
             self._grow()
+        node.labels.setdefault(HOSTNAME_LABEL, node.name)  # as the kubelet registers every node
         slot = self._free_slots.pop()
         self.nodes[node.name] = node
         self.slot_of[node.name] = slot
@@ -144,6 +161,7 @@ class ClusterState:
         self._free_slots.append(slot)
         orphans = list(self.pods_on.pop(name).values())
         for pod in orphans:
+            self._unindex(pod)
             pod.node = None
         for pod in self.nominated.pop(name).values():
             pod.nominated_node = None
@@ -154,6 +172,7 @@ class ClusterState:
     def nodes_changed(self) -> None:
         """Call after a node's labels, taints, readiness or cordon changed."""
         self._mask_cache.clear()
+        self.domain_cache.clear()
         self.generation += 1
         self.node_generation += 1
 
@@ -179,6 +198,7 @@ class ClusterState:
             vec = self.requests_of(pod.spec)
             if pod.node is not None:
                 self.pods_on[pod.node][pod.key] = pod
+                self._index(pod)
                 slots.append(self.slot_of[pod.node])
                 vectors.append(vec)
         if slots:
@@ -189,6 +209,7 @@ class ClusterState:
         assert pod.node is None, f"{pod.key} is bound already"
         pod.node = node
         self.pods_on[node][pod.key] = pod
+        self._index(pod)
         self.used[self.slot_of[node]] += self.requests_of(pod.spec)
         self.clear_nomination(pod)
         self.generation += 1
@@ -199,8 +220,33 @@ class ClusterState:
         if pod.node is not None and pod.node in self.pods_on:
             del self.pods_on[pod.node][pod.key]
             self.used[self.slot_of[pod.node]] -= self.requests_of(pod.spec)
+        self._unindex(pod)
         pod.node = None
         self.generation += 1
+
+    def _index(self, pod: Pod) -> None:
+        for key, value in pod.labels.items():
+            self.by_label.setdefault(key, {}).setdefault(value, {})[pod.key] = pod
+        if pod.spec.pod_anti_affinity:
+            self.anti_affine.setdefault(id(pod.spec), (pod.spec, {}))[1][pod.key] = pod
+        if pod.spec.host_ports:
+            self.with_ports[pod.key] = pod
+
+    def _unindex(self, pod: Pod) -> None:
+        for key, value in pod.labels.items():
+            held = self.by_label.get(key, {}).get(value)
+            if held is not None:
+                held.pop(pod.key, None)
+        entry = self.anti_affine.get(id(pod.spec))
+        if entry is not None:
+            entry[1].pop(pod.key, None)
+            if not entry[1]:
+                del self.anti_affine[id(pod.spec)]
+        self.with_ports.pop(pod.key, None)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """A namespace's labels, with the name label the API server sets on every namespace."""
+        return {**self.namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
 
     def nominate(self, pod: Pod, node: str | None) -> None:
         self.clear_nomination(pod)

@@ -1,0 +1,137 @@
+"""Where the pods are, as the filters that look at other pods see it: the state's placement, or the
+state's with some pods moved (the steps of a plan), without changing the state.
+
+Pods are found through the state's label index, so a selector costs the pods it may match rather than
+every pod of the cluster. Per-node facts (a label's value per node slot) are cached on the state until
+its nodes change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from makeroom.model.objects import LabelSelector, Pod, PodSpec
+from makeroom.model.state import ClusterState
+
+Codes = npt.NDArray[np.int64]
+
+
+class Placement:
+    def __init__(self, state: ClusterState, moved: Mapping[str, str | None] | None = None) -> None:
+        self.state = state
+        # pod key -> the node it is on in this hypothesis (None: gone); pods not named stay put.
+        self.moved: dict[str, str | None] = dict(moved or {})
+
+    def move(self, pod: Pod, node: str | None) -> None:
+        self.moved[pod.key] = node
+
+    def without(self, pod: Pod) -> Placement:
+        """This placement with the pod taken off its node (a pod being placed is not counted)."""
+        if self.node_of(pod) is None:
+            return self
+        return Placement(self.state, {**self.moved, pod.key: None})
+
+    def node_of(self, pod: Pod) -> str | None:
+        node = self.moved.get(pod.key, pod.node)
+        return node if node is not None and node in self.state.slot_of else None
+
+    def _extra(self) -> Iterator[Pod]:
+        """Pods not bound in the state that this placement puts on a node."""
+        for key, node in self.moved.items():
+            if node is None:
+                continue
+            pod = self.state.pods.get(key)
+            if pod is not None and pod.node is None:
+                yield pod
+
+    def matching(self, selector: LabelSelector) -> Iterator[tuple[Pod, str]]:
+        """Placed pods whose labels the selector matches, with their node."""
+        for pod in _candidates(self.state, selector):
+            if selector.matches(pod.labels):
+                node = self.node_of(pod)
+                if node is not None:
+                    yield pod, node
+        for pod in self._extra():
+            if selector.matches(pod.labels):
+                node = self.node_of(pod)
+                if node is not None:
+                    yield pod, node
+
+    def anti_affine(self) -> Iterator[tuple[PodSpec, list[tuple[Pod, str]]]]:
+        """Placed pods with required anti-affinity, grouped by their spec."""
+        extra: dict[int, tuple[PodSpec, list[tuple[Pod, str]]]] = {}
+        for pod in self._extra():
+            node = self.node_of(pod)
+            if pod.spec.pod_anti_affinity and node is not None:
+                extra.setdefault(id(pod.spec), (pod.spec, []))[1].append((pod, node))
+        for key, (spec, pods) in self.state.anti_affine.items():
+            placed = [(p, n) for p in pods.values() if (n := self.node_of(p)) is not None]
+            placed += extra.pop(key, (spec, []))[1]
+            if placed:
+                yield spec, placed
+        yield from extra.values()
+
+    def with_ports(self) -> Iterator[tuple[Pod, str]]:
+        for pod in [*self.state.with_ports.values(), *self._extra()]:
+            node = self.node_of(pod)
+            if pod.spec.host_ports and node is not None:
+                yield pod, node
+
+    def any_anti_affine(self) -> bool:
+        return bool(self.state.anti_affine) or any(p.spec.pod_anti_affinity for p in self._extra())
+
+    # --- per-node facts --------------------------------------------------------------------------
+    def domains(self, key: str) -> Codes:
+        """Per node slot, a code for the node's value of the label (-1: no such label, or no node)."""
+        return domains(self.state, key)
+
+    def slot(self, node: str) -> int:
+        return self.state.slot_of[node]
+
+
+def domains(state: ClusterState, key: str) -> Codes:
+    cache_key = ("domain", key)
+    hit = state.domain_cache.get(cache_key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    values: dict[str, int] = {}
+    at = state.node_at
+    codes = np.fromiter(
+        (
+            -1 if nd is None or key not in nd.labels else values.setdefault(nd.labels[key], len(values))
+            for nd in at
+        ),
+        dtype=np.int64,
+        count=len(at),
+    )
+    codes.setflags(write=False)
+    state.domain_cache[cache_key] = codes
+    return codes
+
+
+def _candidates(state: ClusterState, selector: LabelSelector) -> Iterable[Pod]:
+    """Bound pods that may match the selector: those of its narrowest label, or all when it names none
+    that narrows (only NotIn / DoesNotExist, or the empty selector)."""
+    best: list[dict[str, Pod]] | None = None
+    size = -1
+    for key, value in selector.match_labels:
+        found = state.by_label.get(key, {}).get(value, {})
+        if best is None or len(found) < size:
+            best, size = [found], len(found)
+    for req in selector.match_expressions:
+        if req.operator == "In":
+            by_value = state.by_label.get(req.key, {})
+            found_all = [by_value[v] for v in req.values if v in by_value]
+        elif req.operator == "Exists":
+            found_all = list(state.by_label.get(req.key, {}).values())
+        else:
+            continue
+        n = sum(len(f) for f in found_all)
+        if best is None or n < size:
+            best, size = found_all, n
+    if best is None:
+        return (p for held in state.pods_on.values() for p in held.values())
+    return (p for found in best for p in found.values())
