@@ -112,7 +112,11 @@ class _Gen:
                 {
                     "apiVersion": "v1",
                     "kind": "Namespace",
-                    "metadata": {"name": name, "labels": {E2E_LABEL: "true", "team": team}},
+                    "metadata": {
+                        "name": name,
+                        # The API server adds the name label to every namespace.
+                        "labels": {E2E_LABEL: "true", "team": team, "kubernetes.io/metadata.name": name},
+                    },
                 }
             )
 
@@ -151,6 +155,8 @@ class _Gen:
                 )
                 if self.chance(0.05):
                     node["spec"]["unschedulable"] = True
+                # As a running cluster shows it (KWOK reports it on the control plane).
+                node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
                 self.case.nodes.append(node)
 
     def volume(self) -> None:
