@@ -83,9 +83,8 @@ def _makeroom_snapshot(cp: ControlPlane, into: list[Obj]) -> None:
 
 
 def _makeroom_verdicts(snapshot: list[Obj], created: Mapping[str, Obj]) -> dict[str, dict[str, str | None]]:
-    from makeroom.model.scheduling import filter_nodes
-
     from makeroom.kube.slim import SLIMMERS, Interner
+    from makeroom.model.scheduling import filter_nodes
     from makeroom.snapshot import state_from_objects
 
     interner = Interner()
