@@ -260,7 +260,7 @@ def print_plan(result: Plan, origin: str) -> None:
             to = m.to_node if m.to_node is not None else f"new {m.to_new_node_group} node #{m.new_node_index}"
             say(f"    move {m.pod.name} ({m.workload}) {m.from_node} -> {to}: {m.reason}")
     for u in result.unplaceable:
-        say(f"  cannot place {u.pod.name}: {u.reason.value}: {u.reason.why}")
+        say(f"  cannot place {u.pod.name}: {u.reason.value}: {u.why}")
     if result.optimality is not None and (result.placements or result.unplaceable):
         say("  " + optimality_line(result))
 

@@ -25,9 +25,10 @@ import numpy.typing as npt
 
 from makeroom.model.fit import label_fit, static_fit
 from makeroom.model.nodepool import AutoscalerKind
-from makeroom.model.objects import Node, Pod, PodSpec, Taint
+from makeroom.model.objects import HOSTNAME_LABEL, Node, Pod, PodSpec, Taint
 from makeroom.model.provisioning import pool_takes
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS, Vector
+from makeroom.model.scheduling import Placement, pod_mask
 from makeroom.model.state import ClusterState, Mask
 
 Slots = npt.NDArray[np.intp]
@@ -53,6 +54,8 @@ class ClusterView:
         self._template: dict[str, Vector] = {}
         self._admits: dict[tuple[PodSpec, str], bool] = {}
         self._labels: dict[str, npt.NDArray[np.int64]] = {}
+        self._others: dict[PodSpec, Mask | None] = {}
+        self._fresh: dict[tuple[PodSpec, str], bool] = {}
 
     @property
     def stale(self) -> bool:
@@ -217,9 +220,55 @@ class ClusterView:
                 fits[i] = static_fit(spec, node) is None
             mask = np.zeros(len(self.state.alive), dtype=np.bool_)
             mask[slots] = fits[inverse.reshape(-1)]
+        others = self.others(spec)
+        if others is not None:
+            mask = mask & others
         mask.setflags(write=False)
         self._static[spec] = mask
         return mask
+
+    # --- the rules that look at other pods (model.scheduling) -------------------------------------
+    @cached_property
+    def _replicas(self) -> dict[int, Pod]:
+        """One pod of each spec (replicas of a workload share spec, labels and namespace)."""
+        out: dict[int, Pod] = {}
+        for pod in self.state.pods.values():
+            out.setdefault(id(pod.spec), pod)
+        return out
+
+    def _matters(self, spec: PodSpec) -> Pod | None:
+        """A pod of the spec when other pods can restrict where pods of the spec go, else None."""
+        if not spec.places_by_pods and not self.state.anti_affine:
+            return None
+        return self._replicas.get(id(spec))
+
+    def others(self, spec: PodSpec) -> Mask | None:
+        """Nodes where a pod of the spec passes the filters that look at other pods (inter-pod
+        affinity, spreading, host ports) with every pod where it is now, one of the spec's own
+        replicas too (as while a replacement comes under make-before-break); None: no restriction.
+        A plan's steps are checked exactly afterwards (planner/constraints.py)."""
+        if spec in self._others:
+            return self._others[spec]
+        pod = self._matters(spec)
+        mask = None if pod is None else pod_mask(Placement(self.state), pod, itself=True)
+        self._others[spec] = mask
+        return mask
+
+    def fresh_takes(self, spec: PodSpec, group: str) -> bool:
+        """Whether a new, empty node of the group passes those filters for a pod of the spec."""
+        key = (spec, group)
+        hit = self._fresh.get(key)
+        if hit is None:
+            pod = self._matters(spec)
+            hit = True
+            if pod is not None:
+                name = f"new node of {group}"
+                labels = {**self.state.groups[group].node_labels(), HOSTNAME_LABEL: name}
+                where = Placement(self.state, virtual={name: (labels, self.state.groups[group].taints)})
+                mask = pod_mask(where, pod, itself=True)
+                hit = mask is None or bool(mask[-1])
+            self._fresh[key] = hit
+        return hit
 
     def upcoming_fit(self, spec: PodSpec) -> Mask:
         """Nodes being provisioned, not cordoned, whose labels and taints admit the spec. A node still
@@ -233,6 +282,9 @@ class ClusterView:
                 assert node is not None
                 taints = tuple(t for t in node.taints if t.key not in NODE_CONDITION_TAINTS)
                 mask[slot] = not node.unschedulable and label_fit(spec, node.labels, taints) is None
+            others = self.others(spec)
+            if others is not None:
+                mask &= others
             mask.setflags(write=False)
             self._upcoming[spec] = mask
         return mask
@@ -270,6 +322,7 @@ class ClusterView:
                     and label_fit(spec, g.node_labels(), g.taints) is None
                     and bool(np.all(self.template(group) >= state.requests_of(spec)))
                 )
+            ok = ok and self.fresh_takes(spec, group)
             self._admits[key] = ok
         return ok
 

@@ -23,7 +23,7 @@ def render(ctx: Context, draft: Draft, pending: int) -> Plan:
     for d in draft.decisions:
         if d.reason is None:
             assert d.unplaceable is not None
-            unplaceable.append(Unplaceable(d.pod, d.unplaceable))
+            unplaceable.append(Unplaceable(d.pod, d.unplaceable, d.blocked))
         elif d.reason is PlacementReason.RELOCATION:
             placements.append(_relocation(ctx, draft, d, seen, moves))
         else:

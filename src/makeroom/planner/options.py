@@ -106,6 +106,7 @@ class Decision:
     dests: tuple[Dest, ...] = ()
     alternative: float | None = None  # what a new node for the pod would cost (None: no group can grow)
     unplaceable: UnplaceableReason | None = None
+    blocked: str = ""  # for UnplaceableReason.CONSTRAINT: the constraint and the step it refuses
 
     @classmethod
     def relocation(cls, pod: Pod, option: Option, alternative: float | None = None) -> Decision:

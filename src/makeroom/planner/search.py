@@ -18,6 +18,7 @@ from makeroom.model.view import ClusterView
 from makeroom.planner.bounds import bound
 from makeroom.planner.budgets import Budgets
 from makeroom.planner.commit import render
+from makeroom.planner.constraints import check
 from makeroom.planner.context import Context
 from makeroom.planner.cpsat import CpSat, ExactTooLargeError
 from makeroom.planner.exact import ExactPerPod
@@ -74,7 +75,7 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
         state.requests_of(pod.spec)  # widen the resource index now, before any vector is taken
     ctx = Context(ClusterView(state), policy, Budgets.of(state))
     search = choose(policy)
-    draft = search.run(ctx, pods)
+    draft = check(ctx, search.run(ctx, pods))
     result = render(ctx, draft, len(pods))
     return replace(result, optimality=optimality(ctx, pods, draft, draft.search or search.name))
 

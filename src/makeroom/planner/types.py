@@ -58,6 +58,12 @@ class UnplaceableReason(_Described):
         """Exact mode gave up: the search for this pod went past its step limit. Plan without
         exact mode, or on a smaller cluster.""",
     )
+    CONSTRAINT = (
+        "constraint",
+        """Room could be made, but a step of it would break a scheduling constraint that looks at
+        other pods (inter-pod affinity or anti-affinity, topology spread, host ports): kube-scheduler
+        would refuse a moved pod or the pending pod there, so makeroom moves nothing for it.""",
+    )
 
 
 class NotMovable(_Described):
@@ -188,9 +194,17 @@ class Move:
 class Unplaceable:
     pod: Pod
     reason: UnplaceableReason
+    detail: str = ""  # what blocks, when the reason alone does not say (the constraint and its step)
+
+    @property
+    def why(self) -> str:
+        return self.reason.why + (f" Blocked by: {self.detail}." if self.detail else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod.name, "reason": self.reason.value, "why": self.reason.why}
+        out = {"pod": self.pod.name, "reason": self.reason.value, "why": self.reason.why}
+        if self.detail:
+            out["blocked_by"] = self.detail
+        return out
 
 
 @dataclass(frozen=True, slots=True)

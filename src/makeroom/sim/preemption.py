@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from makeroom.model import Pod, PreemptionPolicy
+from makeroom.model.scheduling import Placement, pod_mask
 from makeroom.model.state import ClusterState
 
 
@@ -64,6 +65,15 @@ def find_preemption(
     could_fit = state.static_mask(pod.spec) & np.all(state.alloc >= req, axis=1)
     best: Preemption | None = None
     best_rank: tuple[int, int, int, int, float] | None = None
+    others_matter = pod.spec.places_by_pods or bool(state.anti_affine)
+
+    def passes(slot: int, gone: list[Pod]) -> bool:
+        """The filters that look at other pods, with ``gone`` removed (only when they can fail)."""
+        if not others_matter:
+            return True
+        mask = pod_mask(Placement(state, {p.key: None for p in gone}), pod)
+        return mask is None or bool(mask[slot])
+
     for slot in np.flatnonzero(could_fit):
         node = state.node_at[int(slot)]
         assert node is not None
@@ -75,7 +85,7 @@ def find_preemption(
         room = free[slot].copy()
         for p in lower:
             room += state.requests_of(p.spec)
-        if not np.all(room >= req):
+        if not np.all(room >= req) or not passes(int(slot), lower):
             continue
         budget: dict[str | None, int] = {}
         violating: list[Pod] = []
@@ -91,14 +101,15 @@ def find_preemption(
                 violating.append(p)
         victims: list[Pod] = []
         violations = 0
-        for group, violates in ((violating, True), (fine, False)):
-            for p in group:
-                need = state.requests_of(p.spec)
-                if np.all(room - need >= req):
-                    room -= need
-                else:
-                    victims.append(p)
-                    violations += violates
+        order = [(p, True) for p in violating] + [(p, False) for p in fine]
+        for i, (p, violates) in enumerate(order):
+            need = state.requests_of(p.spec)
+            # reprieved if the pod still fits with it back (the pods not decided yet still gone)
+            if np.all(room - need >= req) and passes(int(slot), [*victims, *(q for q, _ in order[i + 1 :])]):
+                room -= need
+            else:
+                victims.append(p)
+                violations += violates
         if not victims:  # pragma: no cover - the pod would have fit without preemption
             continue
         choice = Preemption(node.name, tuple(victims), violations)

@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from makeroom.model import Pod
 from makeroom.model.resources import CPU, MEMORY
+from makeroom.model.scheduling import feasible
 from makeroom.model.state import Mask
 from makeroom.sim.clock import Phase
 from makeroom.sim.preemption import eligible_to_preempt, find_preemption
@@ -61,11 +62,10 @@ class Scheduler:
 
     def select_node(self, pod: Pod) -> str | None:
         state = self.world.state
-        if pod.nominated_node is not None and pod.nominated_node in state.slot_of:
-            slot = state.slot_of[pod.nominated_node]
-            if state.feasible(pod)[slot]:
-                return pod.nominated_node
-        mask = state.feasible(pod)
+        mask = feasible(state, pod)
+        nominated = pod.nominated_node
+        if nominated is not None and nominated in state.slot_of and mask[state.slot_of[nominated]]:
+            return nominated
         if not mask.any():
             return None
         return self.best(pod, mask)

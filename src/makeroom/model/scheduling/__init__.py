@@ -24,26 +24,55 @@ from makeroom.model.scheduling.placement import Placement
 from makeroom.model.scheduling.podtopologyspread import spread_failures
 from makeroom.model.state import ClusterState, Mask
 
-__all__ = ["Placement", "filter_nodes", "pod_failures", "pod_mask"]
+__all__ = ["Placement", "blocking", "feasible", "filter_nodes", "pod_failures", "pod_mask"]
 
 
-def pod_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Mask]]:
+def pod_failures(placement: Placement, pod: Pod, itself: bool = False) -> list[tuple[FitFailure, Mask]]:
     """The filters that look at other pods, in kube-scheduler's order (NodePorts, PodTopologySpread,
-    InterPodAffinity); the pod itself is not counted where it stands."""
+    InterPodAffinity). The pod itself is not counted where it stands, unless ``itself`` (for a
+    replica of it that comes while it is still there, as under make-before-break)."""
     if not pod.spec.places_by_pods and not placement.any_anti_affine():
         return []
-    where = placement.without(pod)
+    where = placement if itself else placement.without(pod)
     return port_failures(where, pod) + spread_failures(where, pod) + affinity_failures(where, pod)
 
 
-def pod_mask(placement: Placement, pod: Pod) -> Mask | None:
-    failures = pod_failures(placement, pod)
+def pod_mask(placement: Placement, pod: Pod, itself: bool = False) -> Mask | None:
+    failures = pod_failures(placement, pod, itself)
     if not failures:
         return None
-    ok = np.ones(len(placement.state.alive), dtype=np.bool_)
+    ok = np.ones(placement.size, dtype=np.bool_)
     for _, bad in failures:
         ok &= ~bad
     return ok
+
+
+def feasible(state: ClusterState, pod: Pod, placement: Placement | None = None) -> Mask:
+    """``ClusterState.feasible`` (node rules and resources) and the rules that look at other pods."""
+    mask = state.feasible(pod)
+    extra = pod_mask(placement if placement is not None else Placement(state), pod) if mask.any() else None
+    return mask if extra is None else mask & extra[: len(mask)]
+
+
+def blocking(pod: Pod, reason: FitFailure) -> str:
+    """The pod's own constraint behind a reason, as users write it (e.g. "topology spread on
+    topology.kubernetes.io/zone, maxSkew 1")."""
+    spec = pod.spec
+    if reason in (FitFailure.SPREAD, FitFailure.SPREAD_LABEL):
+        hard = [c for c in spec.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
+        return "; ".join(f"topology spread on {c.topology_key}, maxSkew {c.max_skew}" for c in hard)
+    if reason is FitFailure.POD_ANTI_AFFINITY:
+        keys = ", ".join(dict.fromkeys(t.topology_key for t in spec.pod_anti_affinity))
+        return f"required pod anti-affinity on {keys}"
+    if reason is FitFailure.POD_AFFINITY:
+        keys = ", ".join(dict.fromkeys(t.topology_key for t in spec.pod_affinity))
+        return f"required pod affinity on {keys}"
+    if reason is FitFailure.EXISTING_ANTI_AFFINITY:
+        return "the required anti-affinity of pods already placed"
+    if reason is FitFailure.HOST_PORTS:
+        ports = ", ".join(f"{p.protocol}/{p.port}" for p in spec.host_ports)
+        return f"host port(s) {ports}"
+    return reason.value
 
 
 def filter_nodes(

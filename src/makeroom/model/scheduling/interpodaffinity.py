@@ -61,7 +61,7 @@ def _term_pods(placement: Placement, term: PodAffinityTerm, owner: Pod) -> list[
     return [
         (p, n)
         for p, n in placement.matching(selector)
-        if p.key != owner.key and in_namespaces(state, term, owner.namespace, p.namespace)
+        if in_namespaces(state, term, owner.namespace, p.namespace)
     ]
 
 
@@ -77,7 +77,7 @@ def _in_domains(placement: Placement, key: str, nodes: list[str]) -> Mask:
 def affinity_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Mask]]:
     """Per reason, in kube-scheduler's order, the node slots that fail it."""
     state = placement.state
-    size = len(state.alive)
+    size = placement.size
     out: list[tuple[FitFailure, Mask]] = []
     spec = pod.spec
     if spec.pod_affinity:
@@ -108,9 +108,7 @@ def affinity_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, 
             for t in other_spec.pod_anti_affinity:
                 if t.label_selector is None or not t.label_selector.matches(pod.labels):
                     continue  # the narrowed selector matches less still: no owner can match
-                nodes = [
-                    n for owner, n in placed if owner.key != pod.key and term_matches(state, t, owner, pod)
-                ]
+                nodes = [n for owner, n in placed if term_matches(state, t, owner, pod)]
                 bad |= _in_domains(placement, t.topology_key, nodes)
         if bad.any():
             out.append((FitFailure.EXISTING_ANTI_AFFINITY, bad))

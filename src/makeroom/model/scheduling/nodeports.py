@@ -25,8 +25,8 @@ def port_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Mask
     wanted = pod.spec.host_ports
     if not wanted:
         return []
-    bad = np.zeros(len(placement.state.alive), dtype=np.bool_)
+    bad = np.zeros(placement.size, dtype=np.bool_)
     for other, node in placement.with_ports():
-        if other.key != pod.key and any(conflict(a, b) for a in wanted for b in other.spec.host_ports):
+        if any(conflict(a, b) for a in wanted for b in other.spec.host_ports):
             bad[placement.slot(node)] = True
     return [(FitFailure.HOST_PORTS, bad)]

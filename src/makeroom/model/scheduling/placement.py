@@ -1,5 +1,6 @@
 """Where the pods are, as the filters that look at other pods see it: the state's placement, or the
-state's with some pods moved (the steps of a plan), without changing the state.
+state's with some pods moved (the steps of a plan), without changing the state. Nodes a plan adds
+(not in the state yet) are virtual nodes: their labels and taints, in slots after the state's.
 
 Pods are found through the state's label index, so a selector costs the pods it may match rather than
 every pod of the cluster. Per-node facts (a label's value per node slot) are cached on the state until
@@ -13,17 +14,27 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model.objects import LabelSelector, Pod, PodSpec
-from makeroom.model.state import ClusterState
+from makeroom.model.objects import LabelSelector, Pod, PodSpec, Taint
+from makeroom.model.state import ClusterState, Mask
 
 Codes = npt.NDArray[np.int64]
+VirtualNode = tuple[Mapping[str, str], tuple[Taint, ...]]  # labels, taints
 
 
 class Placement:
-    def __init__(self, state: ClusterState, moved: Mapping[str, str | None] | None = None) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        moved: Mapping[str, str | None] | None = None,
+        virtual: Mapping[str, VirtualNode] | None = None,
+    ) -> None:
         self.state = state
         # pod key -> the node it is on in this hypothesis (None: gone); pods not named stay put.
         self.moved: dict[str, str | None] = dict(moved or {})
+        self.virtual: dict[str, VirtualNode] = dict(virtual or {})
+        self._virtual_slot = {name: len(state.alive) + i for i, name in enumerate(self.virtual)}
+        self.size = len(state.alive) + len(self.virtual)
+        self._domains: dict[str, Codes] = {}
 
     def move(self, pod: Pod, node: str | None) -> None:
         self.moved[pod.key] = node
@@ -32,11 +43,13 @@ class Placement:
         """This placement with the pod taken off its node (a pod being placed is not counted)."""
         if self.node_of(pod) is None:
             return self
-        return Placement(self.state, {**self.moved, pod.key: None})
+        return Placement(self.state, {**self.moved, pod.key: None}, self.virtual)
 
     def node_of(self, pod: Pod) -> str | None:
         node = self.moved.get(pod.key, pod.node)
-        return node if node is not None and node in self.state.slot_of else None
+        if node is None or (node not in self.state.slot_of and node not in self.virtual):
+            return None
+        return node
 
     def _extra(self) -> Iterator[Pod]:
         """Pods not bound in the state that this placement puts on a node."""
@@ -86,13 +99,32 @@ class Placement:
     # --- per-node facts --------------------------------------------------------------------------
     def domains(self, key: str) -> Codes:
         """Per node slot, a code for the node's value of the label (-1: no such label, or no node)."""
-        return domains(self.state, key)
+        if not self.virtual:
+            return domains(self.state, key)[0]
+        hit = self._domains.get(key)
+        if hit is None:
+            codes, values = domains(self.state, key)
+            values = dict(values)
+            extra = [
+                -1 if key not in labels else values.setdefault(labels[key], len(values))
+                for labels, _ in self.virtual.values()
+            ]
+            hit = self._domains[key] = np.concatenate([codes, np.array(extra, dtype=np.int64)])
+        return hit
+
+    def alive(self) -> Mask:
+        if not self.virtual:
+            return self.state.alive
+        return np.concatenate([self.state.alive, np.ones(len(self.virtual), dtype=np.bool_)])
 
     def slot(self, node: str) -> int:
-        return self.state.slot_of[node]
+        virtual = self._virtual_slot.get(node)
+        return self.state.slot_of[node] if virtual is None else virtual
 
 
-def domains(state: ClusterState, key: str) -> Codes:
+def domains(state: ClusterState, key: str) -> tuple[Codes, dict[str, int]]:
+    """Per node slot of the state, a code for the node's value of the label (-1: none), and the codes
+    of the values; cached until the nodes change."""
     cache_key = ("domain", key)
     hit = state.domain_cache.get(cache_key)
     if hit is not None:
@@ -108,8 +140,8 @@ def domains(state: ClusterState, key: str) -> Codes:
         count=len(at),
     )
     codes.setflags(write=False)
-    state.domain_cache[cache_key] = codes
-    return codes
+    state.domain_cache[cache_key] = (codes, values)
+    return codes, values
 
 
 def _candidates(state: ClusterState, selector: LabelSelector) -> Iterable[Pod]:

@@ -24,51 +24,61 @@ from makeroom.model.objects import (
     UnsatisfiableAction,
 )
 from makeroom.model.scheduling.placement import Codes, Placement
-from makeroom.model.state import ClusterState, Mask
+from makeroom.model.state import Mask
 
 
 def selector_of(c: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
     if c.label_selector is None:
-        return None
+        # kube-scheduler merges matchLabelKeys into the nil selector's (absent) requirements: what is
+        # left is the merged labels alone.
+        own = tuple((k, pod.labels[k]) for k in c.match_label_keys if k in pod.labels)
+        return LabelSelector(own) if own else None
     return c.label_selector.narrowed(pod.labels, c.match_label_keys)
 
 
-def _by_node(state: ClusterState, spec: PodSpec, what: str) -> Mask:
+def _by_node(placement: Placement, spec: PodSpec, what: str) -> Mask:
     """Per slot, whether the node matches the spec's node affinity ("affinity") or its taints are all
     tolerated ("taints"); cached per spec until the nodes change."""
+    state = placement.state
     key = (what, id(spec))
     hit = state.domain_cache.get(key)
     if hit is not None:
-        return hit[1]  # type: ignore[index,no-any-return]
-    at = state.node_at
-    if what == "affinity":
-        flags = (nd is not None and node_affinity_matches(spec, nd.labels) for nd in at)
+        mask: Mask = hit[1]  # type: ignore[index]
     else:
-        flags = (nd is not None and untolerated_taint(spec, nd.taints) is None for nd in at)
-    mask = np.fromiter(flags, dtype=np.bool_, count=len(at))
-    state.domain_cache[key] = (spec, mask)
-    return mask
+        at = state.node_at
+        if what == "affinity":
+            flags = (nd is not None and node_affinity_matches(spec, nd.labels) for nd in at)
+        else:
+            flags = (nd is not None and untolerated_taint(spec, nd.taints) is None for nd in at)
+        mask = np.fromiter(flags, dtype=np.bool_, count=len(at))
+        state.domain_cache[key] = (spec, mask)
+    if not placement.virtual:
+        return mask
+    extra = [
+        node_affinity_matches(spec, labels) if what == "affinity" else untolerated_taint(spec, taints) is None
+        for labels, taints in placement.virtual.values()
+    ]
+    return np.concatenate([mask, np.array(extra, dtype=np.bool_)])
 
 
 def counts(
     placement: Placement, pod: Pod, c: TopologySpreadConstraint, keys: tuple[str, ...]
 ) -> tuple[Codes, Mask, int]:
     """Per domain code, the matching pods; per slot, whether the node is eligible; the number of codes."""
-    state = placement.state
-    eligible = state.alive.copy()
+    eligible = placement.alive().copy()
     for k in keys:
         eligible &= placement.domains(k) >= 0
     if c.node_affinity_policy is InclusionPolicy.HONOR:
-        eligible &= _by_node(state, pod.spec, "affinity")
+        eligible &= _by_node(placement, pod.spec, "affinity")
     if c.node_taints_policy is InclusionPolicy.HONOR:
-        eligible &= _by_node(state, pod.spec, "taints")
+        eligible &= _by_node(placement, pod.spec, "taints")
     codes = placement.domains(c.topology_key)
     width = int(codes.max()) + 1 if len(codes) else 0
     per = np.zeros(width, dtype=np.int64)
     selector = selector_of(c, pod)
     if selector is not None:
         for other, node in placement.matching(selector):
-            if other.namespace != pod.namespace or other.terminating or other.key == pod.key:
+            if other.namespace != pod.namespace or other.terminating:
                 continue
             slot = placement.slot(node)
             if eligible[slot]:
@@ -83,7 +93,7 @@ def spread_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, Ma
     if not hard:
         return []
     keys = tuple(dict.fromkeys(c.topology_key for c in hard))
-    size = len(placement.state.alive)
+    size = placement.size
     missing = np.zeros(size, dtype=np.bool_)
     skewed = np.zeros(size, dtype=np.bool_)
     for c in hard:
