@@ -35,18 +35,31 @@ class _PreFiltered:
         )
 
 
-def _run_filters(pod: Obj, node: Obj, name: str, state: _PreFiltered, volumes: Sequence[Obj]) -> str | None:
-    """The default profile's Filter plugins in their order; the first that fails says why."""
-    here = state.cluster.pods_on.get(name, [])
+def node_filters(
+    pod: Obj, node: Obj, pods_here: Sequence[Obj], volumes: Sequence[Obj] = (), resources: bool = True
+) -> str | None:
+    """The Filter plugins that read the node and its own pods only, in the default profile's order
+    (the pod's bound volumes given; NodeResourcesFit left out without `resources`); the first that
+    fails says why."""
     return (
         node_unschedulable(pod, node)
         or node_name_filter(pod, node)
         or taint_toleration(pod, node)
         or node_affinity(pod, node)
-        or node_ports(pod, here)
-        or node_resources_fit(pod, node, here)
+        or node_ports(pod, pods_here)
+        or (node_resources_fit(pod, node, pods_here) if resources else None)
         or volume_binding(volumes, node)
         or volume_zone(volumes, node)
+    )
+
+
+def _run_filters(
+    pod: Obj, node: Obj, name: str, state: _PreFiltered, volumes: Sequence[Obj], resources: bool
+) -> str | None:
+    """Every Filter plugin of the default profile, in its order."""
+    here = state.cluster.pods_on.get(name, [])
+    return (
+        node_filters(pod, node, here, volumes, resources)
         or state.spread.filter(node)
         or state.interpod.filter(node)
     )
@@ -56,11 +69,12 @@ def _priority(pod: Obj) -> int:
     return int(spec_of(pod).get("priority") or 0)
 
 
-def feasible_nodes(cluster: Cluster, pod: Obj) -> dict[str, str | None]:
+def feasible_nodes(cluster: Cluster, pod: Obj, *, resources: bool = True) -> dict[str, str | None]:
     """Every node of the cluster -> None when the pod may go there now, else the first failing
     plugin and its reason. The pod itself is taken out of the cluster first (a bound pod is checked as
     if it were scheduled again). Pods nominated to a node with at least the pod's priority count there:
-    the node must pass with them and without them (the scheduler's two passes)."""
+    the node must pass with them and without them (the scheduler's two passes). Without `resources`,
+    NodeResourcesFit is left out (a step of a plan after which more room is still to come)."""
     key = pod_key(pod)
     base = cluster.without(key)
     volumes, unschedulable = bound_volumes(pod, base)
@@ -73,6 +87,6 @@ def feasible_nodes(cluster: Cluster, pod: Obj) -> dict[str, str | None]:
         why = None
         if nominated:
             with_them = _PreFiltered.of(pod, base.with_pods_on(name, nominated))
-            why = _run_filters(pod, node, name, with_them, volumes)
-        out[name] = why or _run_filters(pod, node, name, state, volumes)
+            why = _run_filters(pod, node, name, with_them, volumes, resources)
+        out[name] = why or _run_filters(pod, node, name, state, volumes, resources)
     return out
