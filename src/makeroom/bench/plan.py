@@ -52,6 +52,7 @@ class Size:
     packed_nodes: int = 0  # nodes filled to the 110-pod limit (the extreme), the rest share the remainder
     total_pods: int = 0  # 0: nodes * pods_per_node
     pending: int = 100
+    constrained: bool = False  # nodes in 3 zones; a third of the workloads spread over them and 1 per node
 
 
 SIZES = (
@@ -61,7 +62,9 @@ SIZES = (
     Size(
         "5,000 nodes, 150,000 pods, 1,000 nodes at 110 pods", 5000, 30, packed_nodes=1000, total_pods=150_000
     ),
+    Size("5,000 nodes, 150,000 pods, a third of the workloads constrained", 5000, 30, constrained=True),
 )
+ZONES = ("zone-a", "zone-b", "zone-c")
 QUICK = (Size("100 nodes, 3,000 pods", 100, 30, pending=20),)
 
 CPU_SIZES = (("100m", "256Mi"), ("250m", "512Mi"), ("400m", "1Gi"), ("500m", "1Gi"))
@@ -110,7 +113,11 @@ def generate(size: Size) -> list[dict[str, Any]]:
                     "kind": "Node",
                     "metadata": {
                         "name": name,
-                        "labels": {"karpenter.sh/nodepool": group, "kubernetes.io/hostname": name},
+                        "labels": {
+                            "karpenter.sh/nodepool": group,
+                            "kubernetes.io/hostname": name,
+                            **({"topology.kubernetes.io/zone": ZONES[i % 3]} if size.constrained else {}),
+                        },
                     },
                     "spec": {"taints": list(taints)} if taints else {},
                     "status": {
@@ -131,6 +138,7 @@ def generate(size: Size) -> list[dict[str, Any]]:
                 "req": (_milli(cpu), _milli(mem)),
                 "priority": CPU_PRIORITIES[(w // 4) % len(CPU_PRIORITIES)],
                 "tolerates": w % 2 == 0,
+                "constrained": size.constrained and w % 3 == 0,
             }
         )
     tolerant = [w for w in workloads if w["tolerates"]]
@@ -162,6 +170,8 @@ def generate(size: Size) -> list[dict[str, Any]]:
             spec["tolerations"] = [GPU_TOLERATION]
         if node is not None:
             spec["nodeName"] = node
+        if w.get("constrained"):
+            spec.update(constraints(w["name"]))
         objects.append(
             {
                 "apiVersion": "v1",
@@ -202,11 +212,14 @@ def generate(size: Size) -> list[dict[str, Any]]:
         count = per_node[i]
         if group != "cpu" and i % 5 >= 3:  # the others have a free GPU, but CPU-only replicas took its CPU
             pool, count = big_tolerant, max(count, 36)
+        here: set[str] = set()
         for k in range(count):
             chosen = pool[(i * 7 + k) % len(pool)]
             c, m = chosen["req"]
-            if c > room_cpu or m > room_mem:
+            if c > room_cpu or m > room_mem or chosen["name"] in here:
                 continue
+            if chosen["constrained"]:
+                here.add(chosen["name"])  # one replica per node: as its anti-affinity says
             add_pod(chosen, name)
             room_cpu -= c
             room_mem -= m
@@ -233,6 +246,28 @@ def generate(size: Size) -> list[dict[str, Any]]:
         }
     )
     return objects
+
+
+def constraints(app: str) -> dict[str, Any]:
+    """A constrained workload's pod spec fields: zones spread (maxSkew 1) and one replica per node."""
+    selector = {"matchLabels": {"app": app}}
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ],
+    }
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -77,6 +77,9 @@ class Room:
         state = self.state
         req = state.requests_of(spec)
         fits = np.all(self.free >= req, axis=1) & state.alive
+        others = self.view.others(spec)  # inter-pod (anti-)affinity, spreading, host ports
+        if others is not None:
+            fits &= others
         for slot in np.flatnonzero(fits):
             node = state.node_at[int(slot)]
             if node is None or node.name == not_node or node.unschedulable:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from typing import TypeGuard
 
 from makeroom.model.quantity import (
@@ -188,3 +189,26 @@ def ip_address(value: object) -> str:
 def moves(value: object) -> int:
     """A number of pods to move: 1 or more."""
     return count(value, low=1, high=MAX_MOVES, what="a number of pods")
+
+
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_VALUE = re.compile(rf"^({_LABEL_NAME})?$")
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}$")
+
+
+def label_key(value: object) -> str:
+    """A label key as Kubernetes has it: an optional DNS prefix and '/', then a name of up to 63
+    characters, alphanumeric at both ends ('-', '_', '.' inside)."""
+    if isinstance(value, str) and _LABEL_KEY.match(value):
+        return value
+    raise InvalidValueError(f"expected a label key such as topology.kubernetes.io/zone, got {value!r}")
+
+
+def label_value(value: object, *, empty: bool = True) -> str:
+    """A label value: up to 63 characters, alphanumeric at both ends ('-', '_', '.' inside)."""
+    if isinstance(value, str) and _LABEL_VALUE.match(value) and (empty or value):
+        return value
+    raise InvalidValueError(
+        f"expected a label value of up to 63 letters, digits, '-', '_' or '.' (alphanumeric at both "
+        f"ends), got {value!r}"
+    )

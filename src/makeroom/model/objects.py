@@ -219,9 +219,17 @@ class NodeGroup:
     instance_types: tuple[InstanceType, ...] = ()  # empty: one type, of capacity and price_per_hour
     requirements: tuple[NodeSelectorRequirement, ...] = ()  # spec.template.spec.requirements
     disruption: Disruption = field(default_factory=Disruption)  # spec.disruption
+    zones: tuple[str, ...] = ()  # the group's nodes spread round-robin over these zones (by number)
 
-    def node_labels(self) -> dict[str, str]:
-        return {**self.labels, GROUP_LABEL: self.name}
+    def node_labels(self, number: int | None = None) -> dict[str, str]:
+        """The labels of the group's nodes; of its node number ``number`` (0-based, in order of
+        creation), with its zone when the group spans zones."""
+        return {**self.labels, GROUP_LABEL: self.name, **self.zone_label(number)}
+
+    def zone_label(self, number: int | None) -> dict[str, str]:
+        if not self.zones or number is None:
+            return {}
+        return {ZONE_LABEL: self.zones[number % len(self.zones)]}
 
     def types(self) -> tuple[InstanceType, ...]:
         """The instance types the group's nodes may have: its own, or the one its capacity and price
@@ -363,6 +371,7 @@ class Workload:
     pdb: DisruptionBudget | None = None
     owner_kind: OwnerKind = OwnerKind.REPLICA_SET
     annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # its pod template's labels
     replicas_owner: str | None = None
     """Another controller that sets spec.replicas (a HorizontalPodAutoscaler, KEDA...): makeroom then
     never changes the replica count, since that controller would undo it."""

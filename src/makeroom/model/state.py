@@ -83,6 +83,7 @@ class ClusterState:
         self.by_label: dict[str, dict[str, dict[str, Pod]]] = {}
         self.anti_affine: dict[int, tuple[PodSpec, dict[str, Pod]]] = {}
         self.with_ports: dict[str, Pod] = {}
+        self.pod_of_spec: dict[int, Pod] = {}  # one pod of each spec (id): its labels and namespace
         self.domain_cache: dict[object, object] = {}  # model.scheduling's per-node facts, until nodes change
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
         self.node_generation = 0  # bumped when nodes come, go, or change labels, taints, readiness
@@ -182,6 +183,7 @@ class ClusterState:
     # --- pods --------------------------------------------------------------------------------
     def add_pod(self, pod: Pod) -> None:
         self.pods[pod.key] = pod
+        self.pod_of_spec.setdefault(id(pod.spec), pod)
         self.requests_of(pod.spec)
         if pod.node is not None:
             node = pod.node
@@ -195,6 +197,7 @@ class ClusterState:
         vectors: list[Vector] = []
         for pod in pods:
             self.pods[pod.key] = pod
+            self.pod_of_spec.setdefault(id(pod.spec), pod)
             vec = self.requests_of(pod.spec)
             if pod.node is not None:
                 self.pods_on[pod.node][pod.key] = pod

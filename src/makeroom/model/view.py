@@ -228,29 +228,22 @@ class ClusterView:
         return mask
 
     # --- the rules that look at other pods (model.scheduling) -------------------------------------
-    @cached_property
-    def _replicas(self) -> dict[int, Pod]:
-        """One pod of each spec (replicas of a workload share spec, labels and namespace)."""
-        out: dict[int, Pod] = {}
-        for pod in self.state.pods.values():
-            out.setdefault(id(pod.spec), pod)
-        return out
-
     def _matters(self, spec: PodSpec) -> Pod | None:
         """A pod of the spec when other pods can restrict where pods of the spec go, else None."""
         if not spec.places_by_pods and not self.state.anti_affine:
             return None
-        return self._replicas.get(id(spec))
+        return self.state.pod_of_spec.get(id(spec))
 
     def others(self, spec: PodSpec) -> Mask | None:
         """Nodes where a pod of the spec passes the filters that look at other pods (inter-pod
-        affinity, spreading, host ports) with every pod where it is now, one of the spec's own
-        replicas too (as while a replacement comes under make-before-break); None: no restriction.
-        A plan's steps are checked exactly afterwards (planner/constraints.py)."""
+        affinity, spreading, host ports) with every other pod where it is now (one of the spec's
+        pods, taken as the one that moves, not counted); None: no restriction. An approximation for
+        the other pods of the spec: the searches check each move exactly (planner/destinations.py)
+        and every plan step by step (planner/constraints.py)."""
         if spec in self._others:
             return self._others[spec]
         pod = self._matters(spec)
-        mask = None if pod is None else pod_mask(Placement(self.state), pod, itself=True)
+        mask = None if pod is None else pod_mask(Placement(self.state), pod)
         self._others[spec] = mask
         return mask
 
@@ -263,9 +256,10 @@ class ClusterView:
             hit = True
             if pod is not None:
                 name = f"new node of {group}"
-                labels = {**self.state.groups[group].node_labels(), HOSTNAME_LABEL: name}
+                number = self.group_size[group]  # the next node's number: its zone, round-robin
+                labels = {**self.state.groups[group].node_labels(number), HOSTNAME_LABEL: name}
                 where = Placement(self.state, virtual={name: (labels, self.state.groups[group].taints)})
-                mask = pod_mask(where, pod, itself=True)
+                mask = pod_mask(where, pod)
                 hit = mask is None or bool(mask[-1])
             self._fresh[key] = hit
         return hit

@@ -15,26 +15,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from makeroom.model import Pod
-from makeroom.model.objects import HOSTNAME_LABEL
 from makeroom.model.scheduling import Placement, blocking, pod_failures
-from makeroom.model.scheduling.placement import VirtualNode
 from makeroom.planner.context import Context
 from makeroom.planner.options import Decision, Dest, Draft, NewNode
 from makeroom.planner.types import PlacementReason, UnplaceableReason
-
-
-def new_node_name(nn: NewNode) -> str:
-    return f"new {nn.group} node #{nn.index}"
-
-
-def _virtual(ctx: Context, draft: Draft) -> dict[str, VirtualNode]:
-    groups = ctx.view.state.groups
-    out: dict[str, VirtualNode] = {}
-    for nn in draft.new_nodes:
-        name = new_node_name(nn)
-        g = groups[nn.group]
-        out[name] = ({**g.node_labels(), HOSTNAME_LABEL: name}, g.taints)
-    return out
+from makeroom.planner.virtual import new_node_name, virtual_nodes
 
 
 def _involved(d: Decision) -> list[Pod]:
@@ -49,7 +34,7 @@ def check(ctx: Context, draft: Draft) -> Draft:
         p.spec.places_by_pods for d in draft.decisions if d.reason is not None for p in _involved(d)
     ):
         return draft
-    placement = Placement(state, virtual=_virtual(ctx, draft))
+    placement = Placement(state, virtual=virtual_nodes(ctx, draft.new_nodes))
     kept: list[Decision] = []
     changed = False
     for d in draft.decisions:

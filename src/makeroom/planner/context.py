@@ -40,6 +40,8 @@ class Context:
     budgets: Budgets
     _movable: dict[str, NotMovable | None] = field(default_factory=dict)
     _none: Mask | None = None
+    # the last move a constraint that looks at other pods refused where room was (planner/destinations)
+    blocked: str = ""
 
     def movable(self, pod: Pod) -> NotMovable | None:
         """Why the pod may not be a victim now (None: it may, if its priority is low enough)."""

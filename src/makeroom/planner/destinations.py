@@ -14,8 +14,11 @@ import numpy.typing as npt
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import PODS, Vector
+from makeroom.model.scheduling import Placement, blocking, pod_failures, pod_mask
+from makeroom.model.state import Mask
 from makeroom.planner.context import Context, Ledger
 from makeroom.planner.options import Dest, NewNode, Option, VictimClass
+from makeroom.planner.virtual import virtual_nodes
 
 
 def rooms_for(ctx: Context, ledger: Ledger, spec: PodSpec) -> npt.NDArray[np.intp]:
@@ -81,6 +84,53 @@ def assign(
     return best
 
 
+def exact_mask(
+    ctx: Context,
+    victims: list[Pod],
+    before: list[int],
+    placed: dict[int, Dest],
+    new_nodes: list[NewNode],
+    v: Pod,
+) -> Mask | None:
+    """Where ``v`` may go by the filters that look at other pods once the victims ``before`` it have
+    gone to their destinations (slots, then the option's new nodes); None: no restriction."""
+    view = ctx.view
+    if view.others(v.spec) is None:
+        return None
+    virtual = virtual_nodes(ctx, new_nodes)
+    names = list(virtual)
+    moved: dict[str, str | None] = {}
+    for k in before:
+        dest = placed[k]
+        moved[victims[k].key] = view.name(dest.slot) if dest.slot >= 0 else names[dest.new_node]
+    where = Placement(view.state, moved, virtual)
+    return pod_mask(where, v, itself=ctx.policy.make_before_break)
+
+
+def refusal(
+    ctx: Context,
+    victims: list[Pod],
+    before: list[int],
+    placed: dict[int, Dest],
+    new_nodes: list[NewNode],
+    v: Pod,
+    slot: int,
+) -> str:
+    """Which constraint keeps ``v`` off the node (as ``exact_mask`` found), in words."""
+    view = ctx.view
+    virtual = virtual_nodes(ctx, new_nodes)
+    names = list(virtual)
+    moved: dict[str, str | None] = {}
+    for k in before:
+        dest = placed[k]
+        moved[victims[k].key] = view.name(dest.slot) if dest.slot >= 0 else names[dest.new_node]
+    where = Placement(view.state, moved, virtual)
+    for reason, bad in pod_failures(where, v, itself=ctx.policy.make_before_break):
+        if bad[slot]:
+            return f"{v.name} cannot go to {view.name(slot)}: {blocking(v, reason)} ({reason.value})"
+    return ""
+
+
 def assign_in_order(
     ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
 ) -> Option | None:
@@ -99,9 +149,15 @@ def assign_in_order(
         v = victims[i]
         r = ctx.req(v.spec)
         dest = None
+        # the filters that look at other pods, exactly for this victim after the ones before it
+        allowed = exact_mask(ctx, victims, order[: order.index(i)], placed, new_nodes, v)
         for room_slot in rooms_for(ctx, ledger, v.spec):
             s = int(room_slot)
             if s == source:
+                continue
+            if allowed is not None and not allowed[s]:
+                if not ctx.blocked:
+                    ctx.blocked = refusal(ctx, victims, order[: order.index(i)], placed, new_nodes, v, s)
                 continue
             used = overlay.get(s)
             room = ledger.free[s] if used is None else ledger.free[s] - used
@@ -111,6 +167,8 @@ def assign_in_order(
                 break
         if dest is None:
             for j, nn in enumerate(new_nodes):
+                if allowed is not None and not allowed[len(view.state.alive) + j]:
+                    continue
                 if nn.group not in p_groups and view.admits(v.spec, nn.group) and (nn.free >= r).all():
                     nn.free = nn.free - r
                     dest = Dest(new_node=j, group=nn.group)

@@ -71,6 +71,7 @@ class Sequential:
                 draft.decisions.append(Decision(pod, None, unplaceable=known))
             return
         outcome = Outcome()
+        ctx.blocked = ""
         best: Option | None = None
         # preemptionPolicy Never only stops the scheduler's preemption: makeroom's relocation gives
         # every victim a destination, so it is exactly what such a pod is waiting for.
@@ -86,6 +87,12 @@ class Sequential:
             reason = why_not(ctx, pod, req, p_groups, outcome)
             if reason != UnplaceableReason.EXACT_LIMIT:
                 self._hopeless[(pod.spec, pod.priority)] = reason
+            if reason is UnplaceableReason.NO_DESTINATION and ctx.blocked:
+                # the victims had room, but a constraint that looks at other pods keeps them off it
+                draft.decisions.append(
+                    Decision(pod, None, unplaceable=UnplaceableReason.CONSTRAINT, blocked=ctx.blocked)
+                )
+                return
             draft.decisions.append(Decision(pod, None, unplaceable=reason))
 
 

@@ -16,17 +16,23 @@ from makeroom.model import (
     AutoscalerKind,
     Disruption,
     DisruptionBudget,
+    HostPort,
+    InclusionPolicy,
     InstanceType,
+    LabelSelector,
     Node,
     NodeBudget,
     NodeGroup,
     NodeSelectorRequirement,
+    PodAffinityTerm,
     PodSpec,
     PreemptionPolicy,
     Resources,
     Taint,
     TaintEffect,
     Toleration,
+    TopologySpreadConstraint,
+    UnsatisfiableAction,
     Workload,
     limits,
 )
@@ -34,9 +40,10 @@ from makeroom.model.fit import label_fit
 from makeroom.model.nodepool import NODES
 from makeroom.model.provisioning import node_labels
 from makeroom.model.resources import DEFAULT_MAX_PODS, PODS
+from makeroom.model.scheduling import feasible
 from makeroom.model.state import ClusterState
 from makeroom.scenario.files import read_yaml
-from makeroom.scenario.schema import EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
+from makeroom.scenario.schema import AffinitySpec, EventSpec, NodeGroupSpec, ScenarioSpec, WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +96,7 @@ def parse_scenario(data: Any, file: str) -> Scenario:
             f"{g.name}-{i}",
             g.name,
             g.capacity,
-            node_labels(g, g.types()[0]) if karpenter else g.node_labels(),
+            {**node_labels(g, g.types()[0]), **g.zone_label(i)} if karpenter else g.node_labels(i),
             g.taints,
         )
         for g in groups
@@ -329,10 +336,24 @@ def to_node_group(g: NodeGroupSpec, weight: int | None = None) -> NodeGroup:
             g.disruption.consolidate_after,
             tuple(NodeBudget(b.nodes, tuple(b.reasons)) for b in g.disruption.budgets),
         ),
+        zones=tuple(g.zones),
     )
 
 
+def pod_labels(w: WorkloadSpec) -> dict[str, str]:
+    return dict(w.labels) or {"app": w.name}
+
+
+def _selector(match_labels: dict[str, str] | None, own: dict[str, str]) -> LabelSelector:
+    return LabelSelector(tuple(sorted((own if match_labels is None else match_labels).items())))
+
+
+def _term(a: AffinitySpec, own: dict[str, str]) -> PodAffinityTerm:
+    return PodAffinityTerm(a.topology_key, _selector(a.match_labels, own), tuple(a.namespaces))
+
+
 def to_workload(w: WorkloadSpec) -> Workload:
+    own = pod_labels(w)
     spec = PodSpec(
         requests=Resources(dict(w.requests)),
         priority=w.priority,
@@ -341,11 +362,27 @@ def to_workload(w: WorkloadSpec) -> Workload:
         tolerations=tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in w.tolerations),
         startup_time=w.startup_time,
         termination_grace=w.termination_grace,
+        pod_affinity=tuple(_term(a, own) for a in w.affinity),
+        pod_anti_affinity=tuple(_term(a, own) for a in w.anti_affinity),
+        topology_spread=tuple(
+            TopologySpreadConstraint(
+                c.max_skew,
+                c.topology_key,
+                UnsatisfiableAction(c.when_unsatisfiable),
+                _selector(c.match_labels, own),
+                c.min_domains,
+                InclusionPolicy(c.node_affinity_policy),
+                InclusionPolicy(c.node_taints_policy),
+                tuple(c.match_label_keys),
+            )
+            for c in w.topology_spread
+        ),
+        host_ports=tuple(HostPort(h.port, h.protocol, h.host_ip) for h in w.host_ports),
     )
     pdb = None
     if w.pdb is not None:
         pdb = DisruptionBudget(w.pdb.max_unavailable, w.pdb.min_available)
-    return Workload(w.name, spec, w.replicas, pdb=pdb)
+    return Workload(w.name, spec, w.replicas, pdb=pdb, labels=own)
 
 
 def place_initial(
@@ -371,8 +408,8 @@ def place_initial(
             # A group's nodes in creation order (none when it starts empty), or the one node named.
             candidates = by_group.get(target, []) if target in group_names else [target]
             for n in range(count):
-                pod = Pod(f"{w.name}-{len(placed)}", w.spec, w.name)
-                mask = state.feasible(pod)
+                pod = Pod(f"{w.name}-{len(placed)}", w.spec, w.name, labels=dict(w.labels))
+                mask = feasible(state, pod)
                 home = next((c for c in candidates if mask[state.slot_of[c]]), None)
                 if home is None:
                     problems.append(

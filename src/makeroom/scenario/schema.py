@@ -128,6 +128,17 @@ class DisruptionSpec(Strict):
     budgets: list[BudgetSpec] = [BudgetSpec()]
 
 
+LabelKey = Annotated[str, _rule(limits.label_key)]
+LabelValue = Annotated[str, _rule(limits.label_value)]
+Zone = Annotated[str, _rule(lambda v: limits.label_value(v, empty=False))]
+
+
+def _unique(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError(f"expected each value once, got {values!r}")
+    return values
+
+
 class NodeGroupSpec(Strict):
     name: Annotated[str, Field(min_length=1, pattern=_NAME)]
     capacity: dict[str, Quantity] = {}  # spec v1 requires it; an extension: or instance_types instead
@@ -144,6 +155,8 @@ class NodeGroupSpec(Strict):
     instance_types: list[InstanceTypeSpec] = []
     requirements: list[RequirementSpec] = []
     disruption: DisruptionSpec = DisruptionSpec()
+    # Extension: the group's nodes spread round-robin over these zones (topology.kubernetes.io/zone)
+    zones: Annotated[list[Zone], AfterValidator(_unique)] = []
 
 
 class KarpenterSpec(Strict):
@@ -196,6 +209,41 @@ class PdbSpec(Strict):
         return self
 
 
+class SpreadSpec(Strict):
+    """Extension: a topologySpreadConstraints entry over the workload's own pods (or match_labels)."""
+
+    max_skew: Annotated[int, Field(ge=1, le=limits.MAX_REPLICAS, strict=True)]
+    topology_key: LabelKey
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = "DoNotSchedule"
+    min_domains: Annotated[int, Field(ge=1, le=limits.MAX_NODES, strict=True)] | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+    match_labels: dict[LabelKey, LabelValue] | None = None  # None: the workload's own labels
+    match_label_keys: list[LabelKey] = []
+
+    @model_validator(mode="after")
+    def _min_domains_needs_do_not_schedule(self) -> SpreadSpec:
+        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+            raise ValueError("expected min_domains only with when_unsatisfiable: DoNotSchedule")
+        return self
+
+
+class AffinitySpec(Strict):
+    """Extension: a required pod (anti-)affinity term against the workload's own pods (or match_labels)."""
+
+    topology_key: LabelKey
+    match_labels: dict[LabelKey, LabelValue] | None = None  # None: the workload's own labels
+    namespaces: list[Annotated[str, Field(min_length=1, pattern=_NAME)]] = []
+
+
+class HostPortSpec(Strict):
+    """Extension: a container port bound on the node (hostPort)."""
+
+    port: Annotated[int, Field(ge=1, le=65535, strict=True)]
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: Annotated[str, BeforeValidator(limits.ip_address)] = "0.0.0.0"
+
+
 class WorkloadSpec(Strict):
     name: Annotated[str, Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
     replicas: Replicas
@@ -208,6 +256,12 @@ class WorkloadSpec(Strict):
     startup_time: Duration = 10.0
     termination_grace: Duration = 30.0
     placement: dict[str, Replicas] = {}
+    # Extensions: the pods' labels (default app: <name>) and the constraints kube-scheduler keeps
+    labels: dict[LabelKey, LabelValue] = {}
+    topology_spread: list[SpreadSpec] = []
+    affinity: list[AffinitySpec] = []
+    anti_affinity: list[AffinitySpec] = []
+    host_ports: list[HostPortSpec] = []
 
 
 class ScaleAction(Strict):

@@ -33,6 +33,8 @@ from makeroom.model import (
 from makeroom.model.fit import label_fit
 from makeroom.model.quantity import QuantityError, parse_duration
 from makeroom.model.resources import CPU, MEMORY, Vector
+from makeroom.model.scheduling import Placement, pod_mask
+from makeroom.model.scheduling.interpodaffinity import term_matches
 from makeroom.model.state import ClusterState, Mask
 from makeroom.scenario.schema import AutoscalerSpec
 from makeroom.sim.clock import Phase
@@ -51,6 +53,14 @@ POD_EVICTION_HEADROOM = 30.0
 SCALE_DOWN_DELAY_AFTER_FAILURE = 180.0
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 NON_EMPTY_CANDIDATES = 30  # --scale-down-non-empty-candidates-count
+
+
+def _repels(state: ClusterState, a: Pod, b: Pod) -> bool:
+    """Whether either pod's required anti-affinity keeps the other off its node (on a new node every
+    topology domain is shared by the pods binpacked onto it)."""
+    return any(term_matches(state, t, a, b) for t in a.spec.pod_anti_affinity) or any(
+        term_matches(state, t, b, a) for t in b.spec.pod_anti_affinity
+    )
 
 
 @dataclass(slots=True)
@@ -126,7 +136,11 @@ class Autoscaler:
         remaining: list[Pod] = []
         for same in _by_spec(pods):
             spec = same[0].spec
-            placed = fill(free, state.requests_of(spec), self._template_mask(spec), len(same))
+            mask = self._template_mask(spec)
+            others = pod_mask(Placement(state), same[0])  # the estimator runs those filters too
+            if others is not None:
+                mask = mask & others[: len(mask)]
+            placed = fill(free, state.requests_of(spec), mask, len(same))
             remaining += same[placed:]
         if not remaining:
             return
@@ -160,6 +174,7 @@ class Autoscaler:
         labels = group.node_labels()
         helped: list[Pod] = []
         bins: list[Vector] = []
+        in_bin: list[list[Pod]] = []
         for pod in sorted(pods, key=lambda p: -self._size(p, cap)):
             if label_fit(pod.spec, labels, group.taints) is not None:
                 continue
@@ -167,13 +182,15 @@ class Autoscaler:
             if not np.all(req <= cap):
                 continue
             for i, left_in_bin in enumerate(bins):
-                if np.all(left_in_bin >= req):
+                if np.all(left_in_bin >= req) and not any(_repels(state, pod, o) for o in in_bin[i]):
                     bins[i] = left_in_bin - req
+                    in_bin[i].append(pod)
                     helped.append(pod)
                     break
             else:
                 if len(bins) < room:
                     bins.append(cap - req)
+                    in_bin.append([pod])
                     helped.append(pod)
         if not helped:
             return None

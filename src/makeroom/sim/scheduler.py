@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 
 from makeroom.model import Pod
 from makeroom.model.resources import CPU, MEMORY
-from makeroom.model.scheduling import feasible
+from makeroom.model.scheduling import Placement, feasible
+from makeroom.model.scheduling.score import spread_score
 from makeroom.model.state import Mask
 from makeroom.sim.clock import Phase
 from makeroom.sim.preemption import eligible_to_preempt, find_preemption
@@ -73,8 +72,8 @@ class Scheduler:
     def best(self, pod: Pod, mask: Mask) -> str:
         """The default profile's scores that differ between nodes for these pods, in integers as
         kube-scheduler computes them: NodeResourcesFit (weight 1) and NodeResourcesBalancedAllocation
-        (1) over cpu and memory, and PodTopologySpread (2) with its system default constraint (at most
-        a skew of 3 per hostname, ScheduleAnyway: a workload's replicas spread over nodes). Ties go to
+        (1) over cpu and memory, and PodTopologySpread (2), by the pod's ScheduleAnyway constraints or
+        the system defaults (a workload's replicas spread over nodes and zones). Ties go to
         the oldest node so that a run is reproducible (kube-scheduler picks one at random)."""
         state = self.world.state
         cols = [state.index.position(CPU), state.index.position(MEMORY)]
@@ -92,26 +91,20 @@ class Scheduler:
         return oldest.name
 
     def spread(self, pod: Pod, mask: Mask) -> npt.NDArray[np.int64]:
-        """PodTopologySpread's normalised score (0-100) for the system default hostname constraint:
-        fewer running replicas of the pod's workload on a node score higher. A pod without a
-        controller has no default constraint (0 everywhere). The zone constraint is left out: the
-        nodes carry no zone label."""
+        """PodTopologySpread's normalised score (0-100, model.scheduling.score): the pod's own
+        ScheduleAnyway constraints, or the system defaults (hostname, zone) over its workload's
+        running replicas; a pod without a controller and without constraints scores 0 everywhere."""
         state = self.world.state
-        if pod.workload is None:
-            return np.zeros(len(mask), dtype=np.int64)
-        counts = self._spread_counts.get(pod.workload)
-        if counts is None:
-            counts = np.zeros(len(mask), dtype=np.int64)
-            for other in self.world.pods_of.get(pod.workload, {}).values():
-                if other.node is not None and not other.terminating and other.node in state.slot_of:
-                    counts[state.slot_of[other.node]] += 1
-            self._spread_counts[pod.workload] = counts
-        weight = math.log(int(mask.sum()) + 2)
-        raw = np.round(counts * weight + 2).astype(np.int64)  # + maxSkew - 1
-        lo, hi = int(raw[mask].min()), int(raw[mask].max())
-        if hi == 0:
-            return np.full(len(mask), 100, dtype=np.int64)
-        return np.asarray(100 * (hi + lo - raw) // hi, dtype=np.int64)
+        counts = None
+        if pod.workload is not None:
+            counts = self._spread_counts.get(pod.workload)
+            if counts is None:
+                counts = np.zeros(len(mask), dtype=np.int64)
+                for other in self.world.pods_of.get(pod.workload, {}).values():
+                    if other.node is not None and not other.terminating and other.node in state.slot_of:
+                        counts[state.slot_of[other.node]] += 1
+                self._spread_counts[pod.workload] = counts
+        return spread_score(Placement(state), pod, mask, counts)
 
     def preempt(self, pod: Pod) -> bool:
         world = self.world

@@ -70,12 +70,14 @@ class World:
         """A node the cloud creates now; it joins Ready after the group's provision time. A pool's
         node is of one of its instance types: its allocatable, labels and price are the type's."""
         g = self.state.groups[group]
-        name = f"{group}-{self._node_numbers[group]}"
+        number = self._node_numbers[group]
+        name = f"{group}-{number}"
         self._node_numbers[group] += 1
         if instance_type is None:
-            node = Node(name, group, g.capacity, g.node_labels(), g.taints, ready=ready, created_at=self.now)
+            labels = g.node_labels(number)
+            node = Node(name, group, g.capacity, labels, g.taints, ready=ready, created_at=self.now)
         else:
-            labels = node_labels(g, instance_type)
+            labels = {**node_labels(g, instance_type), **g.zone_label(number)}
             node = Node(
                 name, group, instance_type.capacity, labels, g.taints, ready=ready, created_at=self.now
             )
@@ -156,7 +158,13 @@ class World:
         self._pod_numbers[w.name] = n + 1
         self._seq += 1
         return Pod(
-            f"{w.name}-{n}", w.spec, w.name, owner_kind=w.owner_kind, created_at=self.now, seq=self._seq
+            f"{w.name}-{n}",
+            w.spec,
+            w.name,
+            owner_kind=w.owner_kind,
+            created_at=self.now,
+            seq=self._seq,
+            labels=dict(w.labels),
         )
 
     def create_pod(self, w: Workload, node: str | None = None, ready: bool = False) -> Pod:

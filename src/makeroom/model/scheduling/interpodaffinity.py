@@ -104,11 +104,15 @@ def affinity_failures(placement: Placement, pod: Pod) -> list[tuple[FitFailure, 
         out.append((FitFailure.POD_ANTI_AFFINITY, bad))
     if placement.any_anti_affine():
         bad = np.zeros(size, dtype=np.bool_)
-        for other_spec, placed in placement.anti_affine():
+        for other_spec, owners in placement.anti_affine(pod.labels):
             for t in other_spec.pod_anti_affinity:
                 if t.label_selector is None or not t.label_selector.matches(pod.labels):
                     continue  # the narrowed selector matches less still: no owner can match
-                nodes = [n for owner, n in placed if term_matches(state, t, owner, pod)]
+                nodes = [
+                    n
+                    for owner in owners
+                    if (n := placement.node_of(owner)) is not None and term_matches(state, t, owner, pod)
+                ]
                 bad |= _in_domains(placement, t.topology_key, nodes)
         if bad.any():
             out.append((FitFailure.EXISTING_ANTI_AFFINITY, bad))

@@ -73,18 +73,22 @@ class Placement:
                 if node is not None:
                     yield pod, node
 
-    def anti_affine(self) -> Iterator[tuple[PodSpec, list[tuple[Pod, str]]]]:
-        """Placed pods with required anti-affinity, grouped by their spec."""
-        extra: dict[int, tuple[PodSpec, list[tuple[Pod, str]]]] = {}
+    def anti_affine(self, labels: Mapping[str, str]) -> Iterator[tuple[PodSpec, Iterable[Pod]]]:
+        """Pods with required anti-affinity whose terms may match a pod of these labels, grouped by
+        their spec (``node_of`` says where each is). Specs are found by the labels their terms'
+        matchLabels require, so a pod costs the specs that may concern it, not all of them."""
+        extra: dict[int, tuple[PodSpec, list[Pod]]] = {}
         for pod in self._extra():
-            node = self.node_of(pod)
-            if pod.spec.pod_anti_affinity and node is not None:
-                extra.setdefault(id(pod.spec), (pod.spec, []))[1].append((pod, node))
-        for key, (spec, pods) in self.state.anti_affine.items():
-            placed = [(p, n) for p in pods.values() if (n := self.node_of(p)) is not None]
-            placed += extra.pop(key, (spec, []))[1]
-            if placed:
-                yield spec, placed
+            if pod.spec.pod_anti_affinity:
+                extra.setdefault(id(pod.spec), (pod.spec, []))[1].append(pod)
+        index = _anti_index(self.state)
+        keys = set(index.get(None, ()))
+        for pair in labels.items():
+            keys.update(index.get(pair, ()))
+        for key in keys:
+            spec, pods = self.state.anti_affine[key]
+            more = extra.pop(key, None)
+            yield spec, pods.values() if more is None else [*pods.values(), *more[1]]
         yield from extra.values()
 
     def with_ports(self) -> Iterator[tuple[Pod, str]]:
@@ -120,6 +124,24 @@ class Placement:
     def slot(self, node: str) -> int:
         virtual = self._virtual_slot.get(node)
         return self.state.slot_of[node] if virtual is None else virtual
+
+
+def _anti_index(state: ClusterState) -> dict[tuple[str, str] | None, list[int]]:
+    """The specs of ``state.anti_affine`` by a label pair each term's matchLabels requires (None:
+    a term that requires none), rebuilt when the state changed."""
+    hit = state.domain_cache.get("anti-index")
+    if hit is not None and hit[0] == state.generation:  # type: ignore[index]
+        return hit[1]  # type: ignore[index,no-any-return]
+    index: dict[tuple[str, str] | None, list[int]] = {}
+    for key, (spec, _) in state.anti_affine.items():
+        for term in spec.pod_anti_affinity:
+            selector = term.label_selector
+            if selector is None:
+                continue
+            first = selector.match_labels[0] if selector.match_labels else None
+            index.setdefault(first, []).append(key)
+    state.domain_cache["anti-index"] = (state.generation, index)
+    return index
 
 
 def domains(state: ClusterState, key: str) -> tuple[Codes, dict[str, int]]:
