@@ -3,8 +3,8 @@ the real kube-scheduler does with each case's new pod: the node it binds it to, 
 PodScheduled=False (Unschedulable).
 
 Order of a batch: namespaces, nodes, volumes and claims; wait until every node is Ready with no
-not-ready taint and every claim is Bound; the bound pods (by nodeName); a read of every object (the
-state every verdict is computed on); then all the new pods at once, each read back as the API server
+not-ready taint (and a cordoned one has its unschedulable taint) and every claim is Bound; the bound
+pods (by nodeName); a read of every object (the state every verdict is computed on); then all the new pods at once, each read back as the API server
 stored it (defaults, merged matchLabelKeys, default tolerations); then a short poll of one list call
 until each new pod is bound or marked unschedulable. Cases never influence each other (see
 constraint_cases), so the new pods may be scheduled in any order.
@@ -26,6 +26,7 @@ from .constraint_cases import NEW_POD, Case
 
 Obj = dict[str, Any]
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _THREADS = 12
 
 
@@ -94,8 +95,13 @@ def _nodes_ready(core: Any, names: set[str]) -> bool:
     for node in _raw(core.list_node, "Node", label_selector=f"{E2E_LABEL}=true"):
         taints = (node.get("spec") or {}).get("taints") or ()
         conditions = (node.get("status") or {}).get("conditions") or ()
-        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and not any(
-            t.get("key") == NOT_READY_TAINT for t in taints
+        keys = {t.get("key") for t in taints}
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        if (
+            any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+            and NOT_READY_TAINT not in keys
+            # The node controller's taint on a cordoned node: spread's nodeTaintsPolicy reads it.
+            and (not cordoned or UNSCHEDULABLE_TAINT in keys)
         ):
             ready.add(node["metadata"]["name"])
     return names <= ready
