@@ -4,9 +4,10 @@ PodScheduled=False (Unschedulable).
 
 Order of a batch: namespaces, nodes, volumes and claims; wait until every node is Ready with no
 not-ready taint (and a cordoned one has its unschedulable taint) and every claim is Bound; the bound
-pods (by nodeName); a read of every object (the state every verdict is computed on); then all the new pods at once, each read back as the API server
-stored it (defaults, merged matchLabelKeys, default tolerations); then a short poll of one list call
-until each new pod is bound or marked unschedulable. Cases never influence each other (see
+pods (by nodeName); a read of every object (the state every verdict is computed on); then all the
+new pods at once, each read back as the API server stored it (defaults, merged matchLabelKeys,
+default tolerations); then a short poll of one list call until each new pod is bound or marked
+unschedulable. Cases never influence each other (see
 constraint_cases), so the new pods may be scheduled in any order.
 """
 
