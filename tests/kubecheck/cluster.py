@@ -12,6 +12,8 @@ from typing import Any
 
 from tests.kubecheck.selectors import Obj, node_name
 
+# Repeated on purpose from apimachinery's Quantity rather than taken from makeroom.model.quantity: the
+# oracle must not share a parser (or a bug) with what it checks.
 _SUFFIX = {
     "Ki": Decimal(2**10),
     "Mi": Decimal(2**20),
