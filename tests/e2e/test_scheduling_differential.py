@@ -2,8 +2,10 @@
 kube-scheduler's decision on each new pod is compared with two verdicts computed on the same objects:
 
 1. the independent checker (tests/kubecheck), written from the Kubernetes rules over the raw objects;
-2. makeroom: the objects read as `makeroom plan --kubeconfig` reads them (read_objects, slim), made a
-   ClusterState by `state_from_objects`, then `makeroom.model.scheduling.filter_nodes`.
+2. makeroom: the objects read as `makeroom plan --kubeconfig` reads them (read_objects, slim; the
+   new pods slimmed as the watch cache slims a pod it is told of), made a ClusterState by
+   `state_from_objects` as the watch cache makes it (a node group nothing bounds is fixed at its
+   nodes), then `makeroom.model.scheduling.filter_nodes`.
 
 A case agrees when kube bound the pod to a node both verdicts find feasible, or left it Pending
 (PodScheduled=False, Unschedulable) and both find no node; and the two verdicts name the same feasible
