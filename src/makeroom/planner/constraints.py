@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from makeroom.model import Pod
-from makeroom.model.scheduling import Placement, blocking, pod_failures
+from makeroom.model.scheduling import Placement, refusal
 from makeroom.planner.context import Context
 from makeroom.planner.options import Decision, Dest, Draft, NewNode
 from makeroom.planner.types import PlacementReason, UnplaceableReason
@@ -69,7 +69,7 @@ def _replay(ctx: Context, draft: Draft, placement: Placement, d: Decision) -> st
         to = _where(ctx, draft, dest)
         if to is None:
             continue
-        refused = _refusal(placement, victim, to, itself=together)
+        refused = refusal(placement, victim, placement.slot(to), itself=together)
         if refused is not None:
             return f"{victim.name} cannot go to {to}: {refused}"
         placement.move(victim, to)
@@ -79,18 +79,10 @@ def _replay(ctx: Context, draft: Draft, placement: Placement, d: Decision) -> st
         target = ctx.view.name(d.slot) if d.slot >= 0 else None
     if target is None:
         return None
-    refused = _refusal(placement, d.pod, target, itself=False)
+    refused = refusal(placement, d.pod, placement.slot(target))
     if refused is not None:
         return f"{d.pod.name} cannot go to {target}: {refused}"
     placement.move(d.pod, target)
-    return None
-
-
-def _refusal(placement: Placement, pod: Pod, node: str, itself: bool) -> str | None:
-    slot = placement.slot(node)
-    for reason, bad in pod_failures(placement, pod, itself=itself):
-        if bad[slot]:
-            return f"{blocking(pod, reason)} ({reason.value})"
     return None
 
 

@@ -14,8 +14,7 @@ import numpy.typing as npt
 
 from makeroom.model import Pod, PodSpec
 from makeroom.model.resources import PODS, Vector
-from makeroom.model.scheduling import Placement, blocking, pod_failures, pod_mask
-from makeroom.model.state import Mask
+from makeroom.model.scheduling import Placement, concerned, pod_mask, refusal
 from makeroom.planner.context import Context, Ledger
 from makeroom.planner.options import Dest, NewNode, Option, VictimClass
 from makeroom.planner.virtual import virtual_nodes
@@ -84,39 +83,11 @@ def assign(
     return best
 
 
-def exact_mask(
-    ctx: Context,
-    victims: list[Pod],
-    before: list[int],
-    placed: dict[int, Dest],
-    new_nodes: list[NewNode],
-    v: Pod,
-) -> Mask | None:
-    """Where ``v`` may go by the filters that look at other pods once the victims ``before`` it have
-    gone to their destinations (slots, then the option's new nodes); None: no restriction."""
-    view = ctx.view
-    if view.others(v.spec) is None:
-        return None
-    virtual = virtual_nodes(ctx, new_nodes)
-    names = list(virtual)
-    moved: dict[str, str | None] = {}
-    for k in before:
-        dest = placed[k]
-        moved[victims[k].key] = view.name(dest.slot) if dest.slot >= 0 else names[dest.new_node]
-    where = Placement(view.state, moved, virtual)
-    return pod_mask(where, v, itself=ctx.policy.make_before_break)
-
-
-def refusal(
-    ctx: Context,
-    victims: list[Pod],
-    before: list[int],
-    placed: dict[int, Dest],
-    new_nodes: list[NewNode],
-    v: Pod,
-    slot: int,
-) -> str:
-    """Which constraint keeps ``v`` off the node (as ``exact_mask`` found), in words."""
+def option_placement(
+    ctx: Context, victims: list[Pod], before: list[int], placed: dict[int, Dest], new_nodes: list[NewNode]
+) -> Placement:
+    """The cluster once the victims ``before`` have gone to their destinations (slots, then the
+    option's new nodes, as virtual nodes after the state's slots)."""
     view = ctx.view
     virtual = virtual_nodes(ctx, new_nodes)
     names = list(virtual)
@@ -124,11 +95,7 @@ def refusal(
     for k in before:
         dest = placed[k]
         moved[victims[k].key] = view.name(dest.slot) if dest.slot >= 0 else names[dest.new_node]
-    where = Placement(view.state, moved, virtual)
-    for reason, bad in pod_failures(where, v, itself=ctx.policy.make_before_break):
-        if bad[slot]:
-            return f"{v.name} cannot go to {view.name(slot)}: {blocking(v, reason)} ({reason.value})"
-    return ""
+    return Placement(view.state, moved, virtual)
 
 
 def assign_in_order(
@@ -150,14 +117,18 @@ def assign_in_order(
         r = ctx.req(v.spec)
         dest = None
         # the filters that look at other pods, exactly for this victim after the ones before it
-        allowed = exact_mask(ctx, victims, order[: order.index(i)], placed, new_nodes, v)
+        allowed = where = None
+        if concerned(view.state, v):
+            where = option_placement(ctx, victims, order[: order.index(i)], placed, new_nodes)
+            allowed = pod_mask(where, v, itself=ctx.policy.make_before_break)
         for room_slot in rooms_for(ctx, ledger, v.spec):
             s = int(room_slot)
             if s == source:
                 continue
-            if allowed is not None and not allowed[s]:
+            if allowed is not None and where is not None and not allowed[s]:
                 if not ctx.blocked:
-                    ctx.blocked = refusal(ctx, victims, order[: order.index(i)], placed, new_nodes, v, s)
+                    why = refusal(where, v, s, itself=ctx.policy.make_before_break)
+                    ctx.blocked = f"{v.name} cannot go to {view.name(s)}: {why}"
                 continue
             used = overlay.get(s)
             room = ledger.free[s] if used is None else ledger.free[s] - used

@@ -24,7 +24,24 @@ from makeroom.model.scheduling.placement import Placement
 from makeroom.model.scheduling.podtopologyspread import spread_failures
 from makeroom.model.state import ClusterState, Mask
 
-__all__ = ["Placement", "blocking", "feasible", "filter_nodes", "pod_failures", "pod_mask"]
+__all__ = [
+    "Placement",
+    "blocking",
+    "concerned",
+    "feasible",
+    "filter_nodes",
+    "pod_failures",
+    "pod_mask",
+    "refusal",
+]
+
+
+def concerned(state: ClusterState, pod: Pod) -> bool:
+    """Whether other pods can restrict where this pod goes: its own constraints, or a placed pod's
+    anti-affinity whose terms may match its labels (cheap: an index lookup)."""
+    return pod.spec.places_by_pods or (
+        bool(state.anti_affine) and next(Placement(state).anti_affine(pod.labels), None) is not None
+    )
 
 
 def pod_failures(placement: Placement, pod: Pod, itself: bool = False) -> list[tuple[FitFailure, Mask]]:
@@ -73,6 +90,14 @@ def blocking(pod: Pod, reason: FitFailure) -> str:
         ports = ", ".join(f"{p.protocol}/{p.port}" for p in spec.host_ports)
         return f"host port(s) {ports}"
     return reason.value
+
+
+def refusal(placement: Placement, pod: Pod, slot: int, itself: bool = False) -> str | None:
+    """The constraint that keeps the pod off the node slot, in words with kube-scheduler's reason."""
+    for reason, bad in pod_failures(placement, pod, itself):
+        if bad[slot]:
+            return f"{blocking(pod, reason)} ({reason.value})"
+    return None
 
 
 def filter_nodes(
