@@ -228,6 +228,8 @@ class _Gen:
         if requests:
             # Now and then only limits: the API server makes them the requests.
             out["limits" if self.chance(0.15) else "requests"] = requests
+        if EXTENDED in requests:
+            out.setdefault("limits", {})[EXTENDED] = requests[EXTENDED]  # an extended resource needs both
         return out
 
     def ports(self) -> list[Obj]:
