@@ -137,6 +137,10 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
         for v in r["verbs"]
     }
     writes = {(n, g, r, v) for n, g, r, v in granted if v not in ("get", "list", "watch")}
+    # Where a pod's volumes can be reached (issue 19): read, never written.
+    for kind in ("persistentvolumeclaims", "persistentvolumes"):
+        assert {("mr-makeroom-read", "", kind, v) for v in ("list", "watch")} <= granted
+        assert not [w for w in writes if w[2] == kind]
     assert ("mr-makeroom-read", "", "nodes", "patch") in writes  # taints, narrowed by the admission policy
     assert not [w for w in writes if w[2] == "deployments"], "no patch of Deployments (their templates)"
     assert {w[2] for w in writes if w[0] == "mr-makeroom-move"} == {

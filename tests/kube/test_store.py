@@ -325,15 +325,16 @@ def test_cleanup_stops_the_controller_first_and_waits_for_its_lease() -> None:
     assert lease not in server.objects
 
 
-def test_a_dump_holds_the_planning_inputs_and_no_namespaces() -> None:
-    """`makeroom snapshot` and `plan --kubeconfig` read what planning reads; the namespaces' labels are
-    the controller's scope, not a planning input."""
+def test_a_dump_holds_the_planning_inputs() -> None:
+    """`makeroom snapshot` and `plan --kubeconfig` read what planning reads: since issue 19 the
+    namespaces too (their labels feed pod affinity's namespaceSelector), and the claims and volumes
+    where the cluster serves them (this one has none)."""
     from makeroom.kube.dump import read_objects
 
     server = cluster_objects()
     for slim in (False, True):
         kinds = {o["kind"] for o in read_objects(api_of(server), slim=slim)}
-        assert kinds == {"Node", "Pod", "Deployment"}, kinds
+        assert kinds == {"Node", "Pod", "Deployment", "Namespace"}, kinds
 
 
 def test_without_the_crds_the_records_say_what_to_install() -> None:

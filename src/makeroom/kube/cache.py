@@ -2,7 +2,8 @@
 resourceVersion, keep slim objects, resume a broken watch from the last resourceVersion seen, relist
 on 410 Gone, and relist anyway every ``resync`` seconds. ``Cache.state()`` turns the objects into a
 ClusterState with the one conversion of ``makeroom.snapshot``: built in full when nodes, budgets,
-Deployments or the autoscaler status changed (or every ``full_every`` seconds), and otherwise updated
+Deployments, the autoscaler status, namespaces, claims or volumes changed (or every ``full_every``
+seconds), and otherwise updated
 pod by pod (``snapshot.pod_from_object``), so that a pod turning unschedulable in a 150,000-pod
 cluster is planned on in milliseconds rather than after a full build of seconds.
 """
@@ -23,7 +24,14 @@ from makeroom.kube.slim import SLIMMERS, Interner, is_unschedulable
 from makeroom.model import Pod
 from makeroom.model.expander import PRIORITY_CONFIGMAP
 from makeroom.model.state import ClusterState
-from makeroom.snapshot import STATUS_CONFIGMAP, GroupConfig, pod_from_object, state_from_objects
+from makeroom.snapshot import (
+    STATUS_CONFIGMAP,
+    GroupConfig,
+    Storage,
+    pod_from_object,
+    state_from_objects,
+    storage_from_objects,
+)
 from makeroom.snapshot.fields import UNFIT
 
 log = logging.getLogger("makeroom.kube.cache")
@@ -74,6 +82,10 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
             key=PRIORITIES,
         ),
         Resource("Namespace", "/api/v1/namespaces"),
+        # Where a pod's bound volumes can be reached; optional: without the right to read them (a chart
+        # older than issue 19), pods are planned as if their volumes were reachable from every node.
+        Resource("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", optional=True),
+        Resource("PersistentVolume", "/api/v1/persistentvolumes", optional=True),
         Resource("NodePool", "/apis/karpenter.sh/v1/nodepools", optional=True),
         Resource("NodeClaim", "/apis/karpenter.sh/v1/nodeclaims", optional=True),
     )
@@ -82,10 +94,6 @@ def resources(autoscaler_namespace: str = "kube-system") -> tuple[Resource, ...]
 PRIORITIES = "PriorityExpanderConfigMap"
 """The informer of the cluster-autoscaler priority expander's ConfigMap (optional: where makeroom may not
 read it, or it is not there, the groups' order stands for its priorities)."""
-
-NOT_IN_STATE = frozenset({"Namespace"})
-"""Kinds the controller reads beside the ClusterState (the scope's namespace labels): a change to
-them never needs the state built again."""
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -244,6 +252,7 @@ class Cache:
         }
         self._threads: list[threading.Thread] = []
         self._built: tuple[int, ClusterState] | None = None
+        self._storage = Storage()
         self._build_lock = threading.Lock()
         self.last_build_seconds = 0.0
         self._logged_problems: set[str] = set()
@@ -297,6 +306,9 @@ class Cache:
             "NodePool",
             "NodeClaim",
             PRIORITIES,
+            "Namespace",
+            "PersistentVolumeClaim",
+            "PersistentVolume",
         ),
     ) -> list[JSON]:
         out: list[JSON] = []
@@ -319,8 +331,6 @@ class Cache:
                 return self._built[1]
             with self._version_lock:
                 dirty, self._dirty = self._dirty, defaultdict(set)
-            for kind in NOT_IN_STATE:
-                dirty.pop(kind, None)
             start = time.perf_counter()
             if (
                 self._built is not None
@@ -338,6 +348,9 @@ class Cache:
                     log.info("state rebuilt in full", extra={"why": str(exc)})
             skipped: list[Problem] = []
             unknown: list[str] = []
+            # A claim or volume that changes forces a full build: pods changed one by one between full
+            # builds resolve their claims through the claims and volumes of the last one.
+            self._storage = storage_from_objects(self.objects(("PersistentVolumeClaim", "PersistentVolume")))
             state = state_from_objects(
                 self.objects(),
                 self.groups,
@@ -385,7 +398,11 @@ class Cache:
         skipped: list[Problem] = []
         for key in keys:
             obj = pods.get(key)
-            new = pod_from_object(obj, source=key, skipped=skipped) if obj is not None else None
+            new = (
+                pod_from_object(obj, source=key, skipped=skipped, storage=self._storage)
+                if obj is not None
+                else None
+            )
             if new is not None:
                 if new.node is not None and new.node not in state.nodes:
                     raise _RebuildError(f"pod {key} on an unknown node")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from makeroom.kube.cache import NOT_IN_STATE, OPTIONAL_STATUSES, Resource, resources
+from makeroom.kube.cache import OPTIONAL_STATUSES, Resource, resources
 from makeroom.kube.client import Api, KubeError
 from makeroom.kube.slim import SLIMMERS, Interner
 
@@ -13,9 +13,10 @@ JSON = dict[str, Any]
 
 
 def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "kube-system") -> list[JSON]:
-    """Nodes, pods, PodDisruptionBudgets, Deployments and HorizontalPodAutoscalers, then the
-    autoscaler's status ConfigMap if present: full objects (without managedFields) for a dump a person
-    may read, or the slim ones the watch cache keeps."""
+    """Every kind the watch cache keeps (nodes, pods, PodDisruptionBudgets, Deployments,
+    HorizontalPodAutoscalers, the autoscaler's status ConfigMap if present, Karpenter's kinds if served,
+    namespaces, claims and volumes): full objects (without managedFields) for a dump a person may read,
+    or the slim ones the watch cache keeps."""
     interner = Interner()
     out: list[JSON] = []
     versions = {
@@ -27,10 +28,11 @@ def read_objects(api: Api, *, slim: bool = False, autoscaler_namespace: str = "k
         "ConfigMap": "v1",
         "NodePool": "karpenter.sh/v1",
         "NodeClaim": "karpenter.sh/v1",
+        "Namespace": "v1",
+        "PersistentVolumeClaim": "v1",
+        "PersistentVolume": "v1",
     }
     for r in resources(autoscaler_namespace):
-        if r.kind in NOT_IN_STATE:
-            continue  # not a planning input (the controller's scope reads them)
         query = {"fieldSelector": r.field_selector} if r.field_selector else {}
         for items, _ in _pages(api, r, query):
             for item in items:

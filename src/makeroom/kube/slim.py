@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from makeroom.snapshot.placement import VOLUME_ZONE_LABELS
+
 JSON = dict[str, Any]
 
 
@@ -50,7 +52,26 @@ _POD_SPEC_KEYS = (
     "tolerations",
     "priorityClassName",
     "terminationGracePeriodSeconds",
+    "topologySpreadConstraints",
 )
+_AFFINITY_KEYS = ("nodeAffinity", "podAffinity", "podAntiAffinity")
+
+
+def _host_ports(container: Mapping[str, Any]) -> list[JSON]:
+    """Only the ports a pod holds on its node (those with a hostPort)."""
+    return [
+        _pick(p, ("hostPort", "protocol", "hostIP"))
+        for p in container.get("ports") or ()
+        if isinstance(p, dict) and p.get("hostPort")
+    ]
+
+
+def _container(c: Mapping[str, Any], keys: tuple[str, ...]) -> JSON:
+    out = _pick(c, keys)
+    ports = _host_ports(c)
+    if ports:
+        out["ports"] = ports
+    return out
 
 
 def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
@@ -80,24 +101,36 @@ def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
     if meta.get("deletionTimestamp"):
         m["deletionTimestamp"] = meta["deletionTimestamp"]
     template: JSON = _pick(spec, _POD_SPEC_KEYS)
-    template["containers"] = [{"resources": c.get("resources") or {}} for c in spec.get("containers") or ()]
+    template["containers"] = [
+        {"resources": c.get("resources") or {}, **_container(c, ())} for c in spec.get("containers") or ()
+    ]
     inits = [
-        _pick(c, ("resources", "restartPolicy"))
+        _container(c, ("resources", "restartPolicy"))
         for c in spec.get("initContainers") or ()
         if isinstance(c, dict)
     ]
     if inits:
         template["initContainers"] = inits
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
-    if node_affinity:
-        template["affinity"] = {"nodeAffinity": node_affinity}
-    # Of the volumes, only the kinds planning asks about: one of each kind the pod has.
-    volumes = [v for v in spec.get("volumes") or () if isinstance(v, dict)]
-    kinds = ("emptyDir", "hostPath", "persistentVolumeClaim")
-    local: list[dict[str, dict[str, str]]] = [{k: {}} for k in kinds if any(k in v for v in volumes)]
-    if local:
-        template["volumes"] = local
+    affinity = _pick(spec.get("affinity") or {}, _AFFINITY_KEYS)
+    if affinity:
+        template["affinity"] = affinity
     s: JSON = dict(intern.value(template))
+    # Volumes: whether the pod has local storage, and its claims' names (a StatefulSet's pods each have
+    # their own: kept beside the shared template, not interned).
+    local: list[JSON] = [
+        {k: {} for k in ("emptyDir", "hostPath") if k in v}
+        for v in spec.get("volumes") or ()
+        if isinstance(v, dict) and ("emptyDir" in v or "hostPath" in v)
+    ]
+    claims: list[JSON] = [
+        {"persistentVolumeClaim": _pick(v["persistentVolumeClaim"], ("claimName",))}
+        for v in spec.get("volumes") or ()
+        if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+    ]
+    if claims:
+        s["volumes"] = local[:1] + claims
+    elif local:
+        s["volumes"] = intern.value(local[:1])
     if spec.get("nodeName"):
         s["nodeName"] = intern.value(spec["nodeName"])
     if spec.get("schedulingGates"):
@@ -243,6 +276,28 @@ def slim_namespace(obj: Mapping[str, Any], intern: Interner) -> JSON:
     }
 
 
+def slim_claim(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """A PersistentVolumeClaim: the volume it is bound to, and whether it is bound."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": meta.get("name"), "namespace": intern.value(meta.get("namespace") or "default")},
+        "spec": _pick(obj.get("spec") or {}, ("volumeName",)),
+        "status": _pick(obj.get("status") or {}, ("phase",)),
+    }
+
+
+def slim_volume(obj: Mapping[str, Any], intern: Interner) -> JSON:
+    """A PersistentVolume: where it can be reached (its required node affinity, its zone labels)."""
+    meta = obj.get("metadata") or {}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k in VOLUME_ZONE_LABELS}
+    return {
+        "kind": "PersistentVolume",
+        "metadata": {"name": meta.get("name"), "labels": intern.value(labels)},
+        "spec": intern.value(_pick(obj.get("spec") or {}, ("nodeAffinity",))),
+    }
+
+
 SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "Pod": slim_pod,
     "Node": slim_node,
@@ -253,6 +308,8 @@ SLIMMERS: dict[str, Callable[[Mapping[str, Any], Interner], JSON | None]] = {
     "NodePool": slim_nodepool,
     "NodeClaim": slim_nodeclaim,
     "Namespace": slim_namespace,
+    "PersistentVolumeClaim": slim_claim,
+    "PersistentVolume": slim_volume,
 }
 
 

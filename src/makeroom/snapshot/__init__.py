@@ -13,7 +13,14 @@ from makeroom.snapshot.groups import (
     parse_autoscaler_status,
     parse_group_config,
 )
-from makeroom.snapshot.objects import UNGROUPED, pod_from_object, selector_matches, state_from_objects
+from makeroom.snapshot.objects import (
+    UNGROUPED,
+    pod_from_object,
+    selector_matches,
+    state_from_objects,
+    storage_from_objects,
+)
+from makeroom.snapshot.placement import Storage
 
 
 def is_kube_dump(data: object) -> bool:
@@ -29,6 +36,7 @@ __all__ = [
     "UNGROUPED",
     "GroupConfig",
     "GroupSpec",
+    "Storage",
     "group_of",
     "is_kube_dump",
     "parse_autoscaler_status",
@@ -36,4 +44,5 @@ __all__ = [
     "pod_from_object",
     "selector_matches",
     "state_from_objects",
+    "storage_from_objects",
 ]

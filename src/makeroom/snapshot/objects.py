@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -64,6 +64,7 @@ from makeroom.snapshot.groups import (
 )
 from makeroom.snapshot.nodepools import KINDS as KARPENTER_KINDS
 from makeroom.snapshot.nodepools import Karpenter, pool_group, upcoming
+from makeroom.snapshot.placement import Storage, claim_names, host_ports, pod_affinity, topology_spread
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 UNGROUPED = ""  # group of a node that carries none of the group labels
@@ -133,6 +134,9 @@ class _Builder:
     priority_rules: dict[int, list[str]] | None = None
     unknown_groups: list[str] | None = None  # given: a group nothing bounds is fixed, and named here
     karpenter: Karpenter = field(default_factory=Karpenter)  # NodePools and NodeClaims
+    storage: Storage = field(default_factory=Storage)  # bound claims and their volumes
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # labels, for namespaceSelector
+    claimed: list[tuple[Pod, tuple[str, ...]]] = field(default_factory=list)  # pods whose claims to resolve
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
@@ -179,8 +183,32 @@ class _Builder:
             self.priorities, self.priorities_where = obj, where
         elif kind in KARPENTER_KINDS:
             self.karpenter.add(obj, where, self.problems.items)
+        elif kind in ("Namespace", "PersistentVolume", "PersistentVolumeClaim") and isinstance(
+            meta.get("name"), str
+        ):
+            self.placement_input(kind, obj, meta, where)
         elif not isinstance(kind, str):
             self.problems.add(f"{where}.kind", "expected the object's kind (Node, Pod, ...)")
+
+    def placement_input(self, kind: str, obj: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
+        """What places pods besides nodes: namespaces' labels (namespaceSelector), claims and volumes."""
+        if kind == "Namespace":
+            self.namespaces[str(meta["name"])] = str_map(
+                meta.get("labels"), f"{where}.metadata.labels", self.problems
+            )
+        elif kind == "PersistentVolumeClaim":
+            self.storage.add_claim(obj, meta, where, self.problems)
+        else:
+            self.storage.add_volume(obj, meta, where, self.problems)
+
+    def resolve_claims(self, storage: Storage) -> None:
+        """Each pod that mounts claims gets the bound volumes' node affinity and zones in its spec."""
+        for pod, claims in self.claimed:
+            volumes = storage.constraints(pod.namespace, claims)
+            if volumes:
+                spec = replace(pod.spec, volumes=volumes)
+                pod.spec = self._specs.setdefault(spec, spec)
+        self.claimed.clear()
 
     # --- nodes -----------------------------------------------------------------------------------
     def node(self, obj: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> None:
@@ -254,6 +282,9 @@ class _Builder:
             labels=labels,
             gated=bool(spec.get("schedulingGates")) and not node_name,
         )
+        claims = claim_names(spec, f"{where}.spec", problems)
+        if claims:
+            self.claimed.append((pod, claims))
         self.pods.append((pod, where))
 
     @staticmethod
@@ -273,7 +304,10 @@ class _Builder:
                 spec.get("preemptionPolicy"),
                 repr(spec.get("nodeSelector")),
                 repr(spec.get("tolerations")),
-                repr(spec.get("affinity", {}).get("nodeAffinity")) if spec.get("affinity") else "",
+                repr(spec.get("affinity")),
+                repr(spec.get("topologySpreadConstraints")),
+                repr([c.get("ports") for c in containers]),
+                repr([c.get("ports") for c in inits]) if inits else "",
                 repr(spec.get("priorityClassName")),
                 repr(spec.get("terminationGracePeriodSeconds")),
                 type(spec.get("volumes")).__name__,
@@ -307,6 +341,8 @@ class _Builder:
             selector = None
         node_selector = str_map(selector, f"{where}.spec.nodeSelector", problems)
         volumes = list_at(spec, "volumes", f"{where}.spec", problems)
+        affinity, preferred_affinity = pod_affinity(spec, "podAffinity", f"{where}.spec", problems)
+        anti_affinity, preferred_anti = pod_affinity(spec, "podAntiAffinity", f"{where}.spec", problems)
         pod_spec = PodSpec(
             requests=requests,
             priority=priority,
@@ -320,6 +356,12 @@ class _Builder:
                 isinstance(v, Mapping) and ("emptyDir" in v or "hostPath" in v) for v in volumes
             ),
             claims_volume=any(isinstance(v, Mapping) and "persistentVolumeClaim" in v for v in volumes),
+            pod_affinity=affinity,
+            pod_anti_affinity=anti_affinity,
+            preferred_pod_affinity=preferred_affinity,
+            preferred_pod_anti_affinity=preferred_anti,
+            topology_spread=topology_spread(spec, f"{where}.spec", problems),
+            host_ports=host_ports(spec, f"{where}.spec", problems),
         )
         return self._specs.setdefault(pod_spec, pod_spec)
 
@@ -552,17 +594,32 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
 
 
 def pod_from_object(
-    obj: Mapping[str, Any], *, source: str = "object", skipped: list[Problem] | None = None
+    obj: Mapping[str, Any],
+    *,
+    source: str = "object",
+    skipped: list[Problem] | None = None,
+    storage: Storage | None = None,
 ) -> Pod | None:
     """One Pod as ``state_from_objects`` makes it (None for a finished pod), for a cache that keeps a
     ClusterState up to date pod by pod. Its node and nomination are the object's: the caller adds it
-    with ``ClusterState.add_pod`` and ``nominate``. Raises InputError like ``state_from_objects``;
-    with ``skipped``, a broken pod is None and its problems are added there."""
+    with ``ClusterState.add_pod`` and ``nominate``. Its claims are resolved through ``storage`` (the
+    claims and volumes of the last full build, ``storage_from_objects``). Raises InputError like
+    ``state_from_objects``; with ``skipped``, a broken pod is None and its problems are added there."""
     b = _Builder(None, "", skipped)
     b.add("[0]", {**obj, "kind": "Pod"})
     if b.problems.items:
         raise InputError(source, b.problems.items)
+    b.resolve_claims(storage or Storage())
     return b.pods[0][0] if b.pods else None
+
+
+def storage_from_objects(objects: Iterable[Mapping[str, Any]]) -> Storage:
+    """The bound claims and volumes among the objects (others are ignored; broken ones left out)."""
+    b = _Builder(None, "", [])
+    for i, obj in enumerate(objects):
+        if obj.get("kind") in ("PersistentVolume", "PersistentVolumeClaim"):
+            b.add(f"[{i}]", obj)
+    return b.storage
 
 
 def state_from_objects(
@@ -594,6 +651,7 @@ def state_from_objects(
         b.unknown_groups = unknown_groups
         for where, obj in _flatten(objects, prefix, b):
             b.add(where, obj)
+        b.resolve_claims(b.storage)
         node_groups = _node_groups(b, source)
         if b.priorities is not None:  # the cluster's own: read what it can, say what it cannot
             found = b.skipped if b.skipped is not None else b.problems.items
@@ -769,6 +827,7 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
     state = ClusterState(groups, workloads.values(), names, capacity=max(64, len(b.nodes)), autoscaler=kind)
     if b.priority_rules is not None:
         state.expander_priorities = group_priorities(b.priority_rules, state.groups)
+    state.namespaces = b.namespaces
     problems: list[Problem] = []
     seen_nodes: set[str] = set()
     for n in [*b.nodes, *coming]:
