@@ -18,7 +18,7 @@ SEED_4 = Path(makeroom.examples.__file__).parent / "seed-4-consolidate.yaml"
 def unpriced_seed_4(tmp_path: Path) -> Path:
     data = yaml.safe_load(SEED_4.read_text())
     for g in data["node_groups"]:
-        g.pop("price_per_hour", None)
+        g["price_per_hour"] = 0  # a scenario must say so (issue 25); a cluster's groups file may not
     path = tmp_path / "seed-4-unpriced.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

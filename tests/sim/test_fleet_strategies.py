@@ -16,7 +16,7 @@ def scenario(groups: list[dict[str, Any]], workloads: list[dict[str, Any]], even
         "version": 1,
         "name": "t",
         "duration": "5m",
-        "node_groups": groups,
+        "node_groups": [{"price_per_hour": 0.1, **g} for g in groups],
         "autoscaler": {"enabled": False},
         "workloads": workloads,
         "events": events,

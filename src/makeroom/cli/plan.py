@@ -26,7 +26,7 @@ from makeroom.cli.common import (
 from makeroom.cli.run import DEFAULT, LiveController
 from makeroom.controller import RELOCATING, ControllerConfig, Strategy
 from makeroom.controller.config import metadata_of
-from makeroom.controller.policy import consolidation_policy, plan_policy
+from makeroom.controller.policy import plan_consolidation_policy, plan_policy
 from makeroom.controller.reasons import UNPRICED
 from makeroom.controller.scope import Scope
 from makeroom.controller.sources import config_of_values, scope_of_values
@@ -351,7 +351,7 @@ def plan_cmd(
         if consolidate and not waiting:
             found = planner_consolidate(
                 state,
-                consolidation_policy(chosen.config, now, pinned=chosen.scope.move.outside(state.pods, {})),
+                plan_consolidation_policy(chosen.config, chosen.scope, state, now),
             )
         if fmt.data:
             data = result.to_json()

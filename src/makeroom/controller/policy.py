@@ -45,6 +45,13 @@ def relocation_policy(
     )
 
 
+def known_namespaces(state: ClusterState) -> NamespaceLabels:
+    """Without the live cache's namespaces (a scenario, a dump): each namespace as the state knows
+    it, with the name label the API server sets on every namespace."""
+    names = {p.namespace for p in state.pods.values()} | set(state.namespaces)
+    return {ns: state.namespace_labels(ns) for ns in names}
+
+
 def plan_policy(
     config: ControllerConfig,
     scope: Scope,
@@ -54,12 +61,7 @@ def plan_policy(
 ) -> Policy:
     """The policy of a round with nothing under way (``makeroom plan``): the pending pods outside the
     scope's ``room_for`` side are not planned for, the pods outside its ``move`` side stay."""
-    # Without the live cache's namespaces (a scenario, a dump): each namespace as the state knows it,
-    # with the name label the API server sets on every namespace.
-    labels = namespaces or {
-        ns: state.namespace_labels(ns)
-        for ns in {p.namespace for p in state.pods.values()} | set(state.namespaces)
-    }
+    labels = namespaces or known_namespaces(state)
     skip = frozenset(p.key for p in state.pending() if scope.room_for.refuses(p, labels) is not None)
     return relocation_policy(config, now, skip=skip, pinned=scope.move.outside(state.pods, labels))
 
@@ -84,3 +86,11 @@ def consolidation_policy(
         skip_nodes=skip_nodes,
         pinned=pinned,
     )
+
+
+def plan_consolidation_policy(
+    config: ControllerConfig, scope: Scope, state: ClusterState, now: float
+) -> ConsolidationPolicy:
+    """The consolidation policy of a round with nothing under way (``makeroom plan``): the pods outside
+    the scope's ``move`` side stay."""
+    return consolidation_policy(config, now, pinned=scope.move.outside(state.pods, known_namespaces(state)))
