@@ -40,15 +40,18 @@ def churn_scenario(
         },
     ]
     specs: list[dict[str, Any]] = []
+    workloads = max(2, min(workloads, pods))  # a small cluster has fewer workloads, never empty ones
     gpu_workloads = max(1, workloads // 5)
-    gpu_per_workload = max(1, gpu_nodes * 8 // 2 // gpu_workloads)  # half the GPUs in use
-    per_workload = (pods - gpu_per_workload * gpu_workloads) // (workloads - gpu_workloads)
+    # half the GPUs in use, and at most half the pods
+    gpu_per_workload = min(gpu_nodes * 8 // 2, pods // 2) // gpu_workloads
+    cpu_pods = pods - gpu_per_workload * gpu_workloads
+    per_workload, extra = divmod(cpu_pods, workloads - gpu_workloads)
     for i in range(workloads):
         gpu = i < gpu_workloads
         k = rng.randrange(len(CPU_SIZES))
         spec: dict[str, Any] = {
             "name": f"{'gpu' if gpu else 'api'}-{i}",
-            "replicas": per_workload,
+            "replicas": per_workload + (1 if i - gpu_workloads < extra else 0),
             "priority": 1000 if gpu else rng.choice((10, 100, 500)),
             "requests": {"cpu": CPU_SIZES[k], "memory": MEM_SIZES[k]},
             "startup_time": f"{rng.randint(5, 90)}s",
