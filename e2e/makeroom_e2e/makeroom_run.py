@@ -230,12 +230,15 @@ def run_args(
 
 
 # --- scenarios ---------------------------------------------------------------------------------------
-def seed_file(n: int) -> Path:
-    (path,) = EXAMPLES.glob(f"seed-{n}-*.yaml")
+Seed = int | str  # 1..4: seed-<n>-*.yaml; a name such as "constrained-seed-1": <name>-*.yaml
+
+
+def seed_file(n: Seed) -> Path:
+    (path,) = EXAMPLES.glob(f"seed-{n}-*.yaml" if isinstance(n, int) else f"{n}-*.yaml")
     return path
 
 
-def prepared_seed(n: int, tmp: Path) -> tuple[Path, Path]:
+def prepared_seed(n: Seed, tmp: Path) -> tuple[Path, Path]:
     """The seed scenario with kube-scheduler's preemption off (the simulator's evict and migrate run
     its scheduler without preemption: makeroom moves the pods), and its groups file for `--groups`
     (the autoscaler's status ConfigMap is absent here)."""

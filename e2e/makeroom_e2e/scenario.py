@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from makeroom.controller import Strategy
+from makeroom.model import ZONE_LABEL
 
 from .cluster import (
     E2E_LABEL,
@@ -95,6 +96,12 @@ class NodeGroup:
     max: int = 1
     initial: int = 0
     provision_time_s: float = 120.0
+    zones: list[str] = field(default_factory=list)
+
+    def zone_labels(self, number: int) -> dict[str, str]:
+        """The zone of the group's node number `number` (0-based, in order of creation): round-robin
+        over its zones, as the simulator numbers them (docs/scenarios.md)."""
+        return {ZONE_LABEL: self.zones[number % len(self.zones)]} if self.zones else {}
 
 
 @dataclass
@@ -110,6 +117,12 @@ class Workload:
     startup_time_s: float = 10.0
     termination_grace_s: float = 30.0
     placement: dict[str, int] = field(default_factory=dict)
+    # The constraints kube-scheduler keeps (docs/scenarios.md), as the scenario states them.
+    labels: dict[str, str] = field(default_factory=dict)
+    topology_spread: list[dict[str, Any]] = field(default_factory=list)
+    affinity: list[dict[str, Any]] = field(default_factory=list)
+    anti_affinity: list[dict[str, Any]] = field(default_factory=list)
+    host_ports: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -164,6 +177,11 @@ def _workload(w: Mapping[str, Any]) -> Workload:
         startup_time_s=parse_duration(w.get("startup_time", 10)),
         termination_grace_s=parse_duration(w.get("termination_grace", 30)),
         placement={str(k): int(v) for k, v in (w.get("placement") or {}).items()},
+        labels={str(k): str(v) for k, v in (w.get("labels") or {}).items()},
+        topology_spread=[dict(c) for c in w.get("topology_spread") or []],
+        affinity=[dict(t) for t in w.get("affinity") or []],
+        anti_affinity=[dict(t) for t in w.get("anti_affinity") or []],
+        host_ports=[dict(h) for h in w.get("host_ports") or []],
     )
 
 
@@ -178,6 +196,7 @@ def scenario_from_data(data: Mapping[str, Any], path: Path | None = None) -> Sce
             max=int(g.get("max", 1)),
             initial=int(g.get("initial", 0)),
             provision_time_s=parse_duration(g.get("provision_time") or 120),
+            zones=[str(z) for z in g.get("zones") or []],
         )
         for g in data.get("node_groups") or []
     ]
@@ -264,6 +283,55 @@ def _dur_annotation(seconds: float) -> str:
     return f"{max(round(seconds * 1000), 0)}ms"
 
 
+def pod_labels(w: Workload) -> dict[str, str]:
+    """The workload's pods' own labels, as the simulator gives them: its `labels`, else app: <name>."""
+    return dict(w.labels) or {"app": _slug(w.name)}
+
+
+def _selector(term: Mapping[str, Any], own: dict[str, str]) -> dict[str, Any]:
+    match = term.get("match_labels")
+    return {"matchLabels": dict(own if match is None else match)}
+
+
+def _affinity_term(term: Mapping[str, Any], own: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"topologyKey": term["topology_key"], "labelSelector": _selector(term, own)}
+    if term.get("namespaces"):
+        out["namespaces"] = list(term["namespaces"])
+    return out
+
+
+def constraints(w: Workload, own: dict[str, str]) -> dict[str, Any]:
+    """The pod spec's topologySpreadConstraints and required pod (anti-)affinity, from the scenario's
+    extension keys (docs/scenarios.md); a selector left out means the workload's own labels."""
+    spec: dict[str, Any] = {}
+    spread = []
+    for c in w.topology_spread:
+        entry: dict[str, Any] = {
+            "maxSkew": c["max_skew"],
+            "topologyKey": c["topology_key"],
+            "whenUnsatisfiable": c.get("when_unsatisfiable", "DoNotSchedule"),
+            "labelSelector": _selector(c, own),
+            "nodeAffinityPolicy": c.get("node_affinity_policy", "Honor"),
+            "nodeTaintsPolicy": c.get("node_taints_policy", "Ignore"),
+        }
+        if c.get("min_domains") is not None:
+            entry["minDomains"] = c["min_domains"]
+        if c.get("match_label_keys"):
+            entry["matchLabelKeys"] = list(c["match_label_keys"])
+        spread.append(entry)
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    affinity: dict[str, Any] = {}
+    for key, terms in (("podAffinity", w.affinity), ("podAntiAffinity", w.anti_affinity)):
+        if terms:
+            affinity[key] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": [_affinity_term(t, own) for t in terms]
+            }
+    if affinity:
+        spec["affinity"] = affinity
+    return spec
+
+
 def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> dict[str, Any]:
     limits = {k: v for k, v in w.requests.items() if k not in STANDARD_RESOURCES}
     resources: dict[str, Any] = {"requests": dict(w.requests)}
@@ -281,7 +349,15 @@ def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> di
         pod_spec["nodeSelector"] = dict(w.node_selector)
     if w.tolerations:
         pod_spec["tolerations"] = [dict(t) for t in w.tolerations]
-    labels = {"app": _slug(w.name), WORKLOAD_LABEL: _slug(w.name)}
+    own = pod_labels(w)
+    pod_spec.update(constraints(w, own))
+    if w.host_ports:
+        pod_spec["containers"][0]["ports"] = [
+            {"containerPort": h["port"], "hostPort": h["port"], "protocol": h.get("protocol", "TCP")}
+            | ({"hostIP": h["host_ip"]} if h.get("host_ip") not in (None, "0.0.0.0") else {})
+            for h in w.host_ports
+        ]
+    labels = {**own, WORKLOAD_LABEL: _slug(w.name)}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -347,7 +423,10 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
             f"{g.name}-template",
             group=g.name,
             capacity=g.capacity,
-            labels=g.labels,
+            # The provider gives every new node of a group its template's labels: one zone. That of
+            # the group's next node in the simulator (its number `initial`), so the first node added
+            # lands in the same zone in both worlds (e2e/README.md, "Zones").
+            labels={**g.labels, **g.zone_labels(g.initial)},
             taints=g.taints,
             annotations={
                 PROVISION_DELAY_ANNOTATION: _dur_annotation(g.provision_time_s * scale),
@@ -744,9 +823,14 @@ def load_into(
     for g in sc.node_groups:
         names = [f"{g.name}-{i}" for i in range(g.initial)]
         initial[g.name] = names
-        for n in names:
+        for i, n in enumerate(names):
             body = node_manifest(
-                n, group=g.name, capacity=g.capacity, labels=g.labels, taints=g.taints, annotations={}
+                n,
+                group=g.name,
+                capacity=g.capacity,
+                labels={**g.labels, **g.zone_labels(i)},
+                taints=g.taints,
+                annotations={},
             )
             body["spec"]["unschedulable"] = True
             cp.core.create_node(body)

@@ -188,3 +188,56 @@ def test_parity_reads_the_simulator_of_a_seed_that_ends_with_a_pod_waiting() -> 
 
     d = simulate(SEEDS / "seed-1-relocate.yaml", "none")
     assert d["workloads"]["text-generator"]["ready_at_end"] == 0
+
+
+CONSTRAINED = ["constrained-seed-1-relocate.yaml", "constrained-seed-2-wait-for-cpu-node.yaml"]
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_deployment_carries_the_constraints_the_simulator_models(name: str) -> None:
+    """The pod template, read back as makeroom reads a cluster's pods, has the spread, anti-affinity
+    and labels the simulator gives the scenario's workload."""
+    from makeroom.scenario import load_scenario
+    from makeroom.snapshot.objects import pod_from_object
+
+    path = SEEDS / name
+    product = {w.name: w for w in load_scenario(path).workloads}
+    for w in read_scenario(path).workloads:
+        template = deployment_manifest("ns", w, 1, 0.1)["spec"]["template"]
+        obj = {
+            "apiVersion": "v1",
+            "metadata": {**template["metadata"], "name": "p", "namespace": "ns", "uid": "u"},
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        pod = pod_from_object(obj)
+        assert pod is not None
+        want = product[w.name].spec
+        assert pod.spec.topology_spread == want.topology_spread
+        assert pod.spec.pod_anti_affinity == want.pod_anti_affinity
+        assert pod.spec.pod_affinity == want.pod_affinity
+        assert pod.spec.host_ports == want.host_ports
+        assert product[w.name].labels.items() <= dict(pod.labels).items()
+    assert product["iris-classifier"].spec.topology_spread  # the case is not vacuous
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_nodes_are_in_the_zones_the_simulator_gives_them(name: str) -> None:
+    from makeroom.model import ZONE_LABEL
+    from makeroom.scenario import load_scenario
+
+    path = SEEDS / name
+    sc = read_scenario(path)
+    zones = {n.name: n.labels.get(ZONE_LABEL) for n in load_scenario(path).initial_nodes}
+    assert zones == {
+        f"{g.name}-{i}": g.zone_labels(i)[ZONE_LABEL] for g in sc.node_groups for i in range(g.initial)
+    }
+    # The provider's template: the zone of the group's next node, the one the simulator adds first.
+    (templates,) = [
+        yaml.safe_load(cm["data"]["templates"])
+        for cm in kwok_provider_configmaps(sc, 0.1)
+        if "templates" in cm["data"]
+    ]
+    for node in templates["items"]:
+        g = sc.group(node["metadata"]["name"].removesuffix("-template"))
+        assert node["metadata"]["labels"][ZONE_LABEL] == g.zones[g.initial % len(g.zones)]
