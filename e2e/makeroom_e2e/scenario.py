@@ -33,6 +33,7 @@ from .cluster import (
 )
 
 WORKLOAD_LABEL = "makeroom.io/workload"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 STANDARD_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods"}
 STRATEGIES: tuple[str, ...] = tuple(s.value for s in Strategy)
@@ -408,6 +409,24 @@ def priority_class_manifest(ns: str, w: Workload, strategy: str) -> dict[str, An
     }
 
 
+def template_labels(g: NodeGroup) -> dict[str, str]:
+    """The labels the kwok provider gives every node it adds to group `g` (its template's).
+
+    One zone for all of them: that of the group's next node in the simulator (its number `initial`),
+    so the first node added lands in the same zone in both worlds (e2e/README.md, "Zones"). No
+    hostname: every node made from the template would carry it."""
+    labels = node_manifest(
+        f"{g.name}-template",
+        group=g.name,
+        capacity=g.capacity,
+        labels={**g.labels, **g.zone_labels(g.initial)},
+        taints=g.taints,
+        annotations={},
+    )["metadata"]["labels"]
+    labels.pop(HOSTNAME_LABEL, None)
+    return dict(labels)
+
+
 def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]:
     """The kwok cloud provider's config and node templates (one template node per group).
 
@@ -423,9 +442,6 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
             f"{g.name}-template",
             group=g.name,
             capacity=g.capacity,
-            # The provider gives every new node of a group its template's labels: one zone. That of
-            # the group's next node in the simulator (its number `initial`), so the first node added
-            # lands in the same zone in both worlds (e2e/README.md, "Zones").
             labels={**g.labels, **g.zone_labels(g.initial)},
             taints=g.taints,
             annotations={
@@ -437,8 +453,7 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
                 "cluster-autoscaler.kwok.nodegroup/desired-count": str(max(g.min, min(g.initial, g.max))),
             },
         )
-        # Every node made from a template would carry its hostname label: leave it out.
-        node["metadata"]["labels"].pop("kubernetes.io/hostname", None)
+        node["metadata"]["labels"] = template_labels(g)
         # A new node registers as a kubelet does: NotReady and tainted not-ready:NoSchedule, so that
         # nothing is bound to it before KWOK makes it Ready after the provision delay; the node
         # lifecycle controller then lifts the taint. The autoscaler drops such condition taints from
@@ -615,9 +630,17 @@ class LoadedScenario:
         while not self._stop.is_set():
             with contextlib.suppress(Exception):
                 for n in self.cp.nodes():
-                    g = (n.metadata.labels or {}).get(GROUP_LABEL)
+                    labels = n.metadata.labels or {}
+                    g = labels.get(GROUP_LABEL)
                     if g:
                         self.seen_nodes.setdefault(g, set()).add(n.metadata.name)
+                    if HOSTNAME_LABEL not in labels:
+                        # A kubelet labels its node with its hostname when it registers; the kwok
+                        # provider's nodes come without it, and required anti-affinity on hostname
+                        # would not see two pods on one such node. Labelled while still NotReady.
+                        self.cp.core.patch_node(
+                            n.metadata.name, {"metadata": {"labels": {HOSTNAME_LABEL: n.metadata.name}}}
+                        )
             self._stop.wait(0.5)
 
     # -- observations
