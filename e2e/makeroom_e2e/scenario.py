@@ -409,22 +409,26 @@ def priority_class_manifest(ns: str, w: Workload, strategy: str) -> dict[str, An
     }
 
 
-def template_labels(g: NodeGroup) -> dict[str, str]:
-    """The labels the kwok provider gives every node it adds to group `g` (its template's).
+def template_node(g: NodeGroup, annotations: dict[str, str]) -> dict[str, Any]:
+    """The node the kwok provider copies for every node it adds to group `g`.
 
     One zone for all of them: that of the group's next node in the simulator (its number `initial`),
     so the first node added lands in the same zone in both worlds (e2e/README.md, "Zones"). No
     hostname: every node made from the template would carry it."""
-    labels = node_manifest(
+    node = node_manifest(
         f"{g.name}-template",
         group=g.name,
         capacity=g.capacity,
         labels={**g.labels, **g.zone_labels(g.initial)},
         taints=g.taints,
-        annotations={},
-    )["metadata"]["labels"]
-    labels.pop(HOSTNAME_LABEL, None)
-    return dict(labels)
+        annotations=annotations,
+    )
+    node["metadata"]["labels"].pop(HOSTNAME_LABEL, None)
+    return node
+
+
+def template_labels(g: NodeGroup) -> dict[str, str]:
+    return dict(template_node(g, {})["metadata"]["labels"])
 
 
 def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]:
@@ -438,13 +442,9 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
     templates = []
     gpu_types: set[str] = set()
     for g in sc.node_groups:
-        node = node_manifest(
-            f"{g.name}-template",
-            group=g.name,
-            capacity=g.capacity,
-            labels={**g.labels, **g.zone_labels(g.initial)},
-            taints=g.taints,
-            annotations={
+        node = template_node(
+            g,
+            {
                 PROVISION_DELAY_ANNOTATION: _dur_annotation(g.provision_time_s * scale),
                 "cluster-autoscaler.kwok.nodegroup/min-count": str(g.min),
                 "cluster-autoscaler.kwok.nodegroup/max-count": str(g.max),
@@ -453,7 +453,6 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
                 "cluster-autoscaler.kwok.nodegroup/desired-count": str(max(g.min, min(g.initial, g.max))),
             },
         )
-        node["metadata"]["labels"] = template_labels(g)
         # A new node registers as a kubelet does: NotReady and tainted not-ready:NoSchedule, so that
         # nothing is bound to it before KWOK makes it Ready after the provision delay; the node
         # lifecycle controller then lifts the taint. The autoscaler drops such condition taints from
