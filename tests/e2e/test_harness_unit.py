@@ -241,3 +241,18 @@ def test_nodes_are_in_the_zones_the_simulator_gives_them(name: str) -> None:
     for node in templates["items"]:
         g = sc.group(node["metadata"]["name"].removesuffix("-template"))
         assert node["metadata"]["labels"][ZONE_LABEL] == g.zones[g.initial % len(g.zones)]
+
+
+def test_makeroom_groups_file_gives_a_multi_zone_group_the_zone_of_its_next_node(tmp_path: Path) -> None:
+    from makeroom_e2e.makeroom_run import prepared_seed
+
+    from makeroom.model import ZONE_LABEL
+
+    _, groups = prepared_seed("constrained-seed-2", tmp_path)
+    entries = {g["name"]: g for g in yaml.safe_load(groups.read_text())["groups"]}
+    # cpu-0 b, cpu-1 a: the node the autoscaler adds is the group's third, in zone b in both worlds.
+    assert entries["cpu"]["labels"][ZONE_LABEL] == "b"
+    assert entries["cpu"]["labels"]["makeroom.io/group"] == "cpu"
+    assert "kubernetes.io/hostname" not in entries["cpu"]["labels"]
+    _, plain = prepared_seed(1, tmp_path)
+    assert all("labels" not in g for g in yaml.safe_load(plain.read_text())["groups"])
