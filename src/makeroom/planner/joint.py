@@ -184,9 +184,7 @@ def _shared(
     req = ctx.req(head.spec) + ctx.req(partner.spec)
     h_groups, p_groups = set(view.groups_for(head.spec)), set(view.groups_for(partner.spec))
     both = view.static(partner.spec) & np.all(view.state.alloc >= req, axis=1)
-    sharers = Sharers(
-        ((head.priority, frozenset(h_groups)), (partner.priority, frozenset(p_groups)))
-    )
+    sharers = Sharers(((head.priority, frozenset(h_groups)), (partner.priority, frozenset(p_groups))))
     out: list[tuple[Draft, Ledger]] = []
     for slot in candidate_slots(ctx, base, head, ctx.req(head.spec))[: ctx.policy.max_candidates]:
         s = int(slot)
