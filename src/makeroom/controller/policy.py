@@ -40,7 +40,10 @@ def relocation_policy(
         pinned=pinned,
         expander=config.autoscaler_expander,
         move_jobs_in=frozenset(config.move_jobs_in),
-        exact_if_available=True,
+        # Off: a round that ran the exact joint search first took 3.8 s to its first action on the real
+        # control plane under load, long enough for Karpenter to launch the GPU node the relocation makes
+        # needless (tests/e2e/test_karpenter.py, seed 3). `plan --exact` still runs it.
+        exact_if_available=False,
         exact_budget=EXACT_BUDGET,
     )
 
