@@ -133,7 +133,7 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from .parity import SEEDS, run_all, table_from_folder
+    from .parity import SEEDS, run_all, seed_name, table_from_folder
     from .scenario import STRATEGIES
 
     if args.table_from:
@@ -141,12 +141,12 @@ def cmd_parity(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else SEEDS
+    seeds = tuple(int(s) if s.isdigit() else s for s in args.seeds.split(",")) if args.seeds else SEEDS
     strategies = tuple(args.strategies.split(",")) if args.strategies else STRATEGIES
     with up() as cp:
         cases = run_all(cp, out, seeds, strategies, args.time_scale)
     print((out / "parity.md").read_text(encoding="utf-8"))
-    different = [f"seed-{c.seed} {c.strategy}" for c in cases if c.differences()]
+    different = [f"{seed_name(c.seed)} {c.strategy}" for c in cases if c.differences()]
     if different:
         print(f"outcomes differ: {', '.join(different)}", file=sys.stderr)
         return 1
@@ -171,7 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     p_load.add_argument("--no-wait", action="store_true")
     p_parity = sub.add_parser("parity", help="every seed under every strategy in both worlds: the table")
     p_parity.add_argument("--out", default="parity-out", help="folder for parity.md, parity.json, logs")
-    p_parity.add_argument("--seeds", default=None, help="comma-separated seed numbers (default: 1,2,3,4)")
+    p_parity.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seed numbers or constrained seed names (default: 1,2,3,4)",
+    )
     p_parity.add_argument("--strategies", default=None, help="comma-separated (default: all four)")
     p_parity.add_argument("--time-scale", type=float, default=0.1)
     p_parity.add_argument(

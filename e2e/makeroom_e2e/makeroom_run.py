@@ -25,7 +25,7 @@ import makeroom.examples
 
 from .cluster import ControlPlane
 from .procs import _die_with_parent
-from .scenario import LoadedScenario
+from .scenario import LoadedScenario, read_scenario, template_labels
 from .tenancy import delete_cluster_scoped, is_hook, wait_established
 
 REPO = Path(__file__).resolve().parents[2]  # e2e/makeroom_e2e/ -> the repository
@@ -230,12 +230,15 @@ def run_args(
 
 
 # --- scenarios ---------------------------------------------------------------------------------------
-def seed_file(n: int) -> Path:
-    (path,) = EXAMPLES.glob(f"seed-{n}-*.yaml")
+Seed = int | str  # 1..4: seed-<n>-*.yaml; a name such as "constrained-seed-1": <name>-*.yaml
+
+
+def seed_file(n: Seed) -> Path:
+    (path,) = EXAMPLES.glob(f"seed-{n}-*.yaml" if isinstance(n, int) else f"{n}-*.yaml")
     return path
 
 
-def prepared_seed(n: int, tmp: Path) -> tuple[Path, Path]:
+def prepared_seed(n: Seed, tmp: Path) -> tuple[Path, Path]:
     """The seed scenario with kube-scheduler's preemption off (the simulator's evict and migrate run
     its scheduler without preemption: makeroom moves the pods), and its groups file for `--groups`
     (the autoscaler's status ConfigMap is absent here)."""
@@ -243,22 +246,23 @@ def prepared_seed(n: int, tmp: Path) -> tuple[Path, Path]:
     data["scheduler"] = {**(data.get("scheduler") or {}), "preemption": False}
     scenario = tmp / f"seed-{n}.yaml"
     scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    entries: list[dict[str, Any]] = []
+    for g in read_scenario(scenario).node_groups:
+        raw = next(r for r in data["node_groups"] if r["name"] == g.name)
+        entry: dict[str, Any] = {
+            "name": g.name,
+            "min": g.min,
+            "max": g.max,
+            "price_per_hour": raw.get("price_per_hour", 0),
+        }
+        if g.zones:
+            # A group over zones: its nodes share no zone label, so makeroom would model a new node
+            # without one (and a zone spread then finds no place on it). The operator's answer is the
+            # template's labels in the groups file: those the kwok provider gives the node it adds.
+            entry["labels"] = template_labels(g)
+        entries.append(entry)
     groups = tmp / f"groups-{n}.yaml"
-    groups.write_text(
-        yaml.safe_dump(
-            {
-                "groups": [
-                    {
-                        "name": g["name"],
-                        "min": g["min"],
-                        "max": g["max"],
-                        "price_per_hour": g.get("price_per_hour", 0),
-                    }
-                    for g in data["node_groups"]
-                ]
-            }
-        )
-    )
+    groups.write_text(yaml.safe_dump({"groups": entries}))
     return scenario, groups
 
 

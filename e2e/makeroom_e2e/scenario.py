@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from makeroom.controller import Strategy
+from makeroom.model import ZONE_LABEL
 
 from .cluster import (
     E2E_LABEL,
@@ -32,6 +33,7 @@ from .cluster import (
 )
 
 WORKLOAD_LABEL = "makeroom.io/workload"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 STANDARD_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods"}
 STRATEGIES: tuple[str, ...] = tuple(s.value for s in Strategy)
@@ -95,6 +97,12 @@ class NodeGroup:
     max: int = 1
     initial: int = 0
     provision_time_s: float = 120.0
+    zones: list[str] = field(default_factory=list)
+
+    def zone_labels(self, number: int) -> dict[str, str]:
+        """The zone of the group's node number `number` (0-based, in order of creation): round-robin
+        over its zones, as the simulator numbers them (docs/scenarios.md)."""
+        return {ZONE_LABEL: self.zones[number % len(self.zones)]} if self.zones else {}
 
 
 @dataclass
@@ -110,6 +118,12 @@ class Workload:
     startup_time_s: float = 10.0
     termination_grace_s: float = 30.0
     placement: dict[str, int] = field(default_factory=dict)
+    # The constraints kube-scheduler keeps (docs/scenarios.md), as the scenario states them.
+    labels: dict[str, str] = field(default_factory=dict)
+    topology_spread: list[dict[str, Any]] = field(default_factory=list)
+    affinity: list[dict[str, Any]] = field(default_factory=list)
+    anti_affinity: list[dict[str, Any]] = field(default_factory=list)
+    host_ports: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -164,6 +178,11 @@ def _workload(w: Mapping[str, Any]) -> Workload:
         startup_time_s=parse_duration(w.get("startup_time", 10)),
         termination_grace_s=parse_duration(w.get("termination_grace", 30)),
         placement={str(k): int(v) for k, v in (w.get("placement") or {}).items()},
+        labels={str(k): str(v) for k, v in (w.get("labels") or {}).items()},
+        topology_spread=[dict(c) for c in w.get("topology_spread") or []],
+        affinity=[dict(t) for t in w.get("affinity") or []],
+        anti_affinity=[dict(t) for t in w.get("anti_affinity") or []],
+        host_ports=[dict(h) for h in w.get("host_ports") or []],
     )
 
 
@@ -178,6 +197,7 @@ def scenario_from_data(data: Mapping[str, Any], path: Path | None = None) -> Sce
             max=int(g.get("max", 1)),
             initial=int(g.get("initial", 0)),
             provision_time_s=parse_duration(g.get("provision_time") or 120),
+            zones=[str(z) for z in g.get("zones") or []],
         )
         for g in data.get("node_groups") or []
     ]
@@ -264,6 +284,55 @@ def _dur_annotation(seconds: float) -> str:
     return f"{max(round(seconds * 1000), 0)}ms"
 
 
+def pod_labels(w: Workload) -> dict[str, str]:
+    """The workload's pods' own labels, as the simulator gives them: its `labels`, else app: <name>."""
+    return dict(w.labels) or {"app": _slug(w.name)}
+
+
+def _selector(term: Mapping[str, Any], own: dict[str, str]) -> dict[str, Any]:
+    match = term.get("match_labels")
+    return {"matchLabels": dict(own if match is None else match)}
+
+
+def _affinity_term(term: Mapping[str, Any], own: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"topologyKey": term["topology_key"], "labelSelector": _selector(term, own)}
+    if term.get("namespaces"):
+        out["namespaces"] = list(term["namespaces"])
+    return out
+
+
+def constraints(w: Workload, own: dict[str, str]) -> dict[str, Any]:
+    """The pod spec's topologySpreadConstraints and required pod (anti-)affinity, from the scenario's
+    extension keys (docs/scenarios.md); a selector left out means the workload's own labels."""
+    spec: dict[str, Any] = {}
+    spread = []
+    for c in w.topology_spread:
+        entry: dict[str, Any] = {
+            "maxSkew": c["max_skew"],
+            "topologyKey": c["topology_key"],
+            "whenUnsatisfiable": c.get("when_unsatisfiable", "DoNotSchedule"),
+            "labelSelector": _selector(c, own),
+            "nodeAffinityPolicy": c.get("node_affinity_policy", "Honor"),
+            "nodeTaintsPolicy": c.get("node_taints_policy", "Ignore"),
+        }
+        if c.get("min_domains") is not None:
+            entry["minDomains"] = c["min_domains"]
+        if c.get("match_label_keys"):
+            entry["matchLabelKeys"] = list(c["match_label_keys"])
+        spread.append(entry)
+    if spread:
+        spec["topologySpreadConstraints"] = spread
+    affinity: dict[str, Any] = {}
+    for key, terms in (("podAffinity", w.affinity), ("podAntiAffinity", w.anti_affinity)):
+        if terms:
+            affinity[key] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": [_affinity_term(t, own) for t in terms]
+            }
+    if affinity:
+        spec["affinity"] = affinity
+    return spec
+
+
 def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> dict[str, Any]:
     limits = {k: v for k, v in w.requests.items() if k not in STANDARD_RESOURCES}
     resources: dict[str, Any] = {"requests": dict(w.requests)}
@@ -281,7 +350,15 @@ def deployment_manifest(ns: str, w: Workload, replicas: int, scale: float) -> di
         pod_spec["nodeSelector"] = dict(w.node_selector)
     if w.tolerations:
         pod_spec["tolerations"] = [dict(t) for t in w.tolerations]
-    labels = {"app": _slug(w.name), WORKLOAD_LABEL: _slug(w.name)}
+    own = pod_labels(w)
+    pod_spec.update(constraints(w, own))
+    if w.host_ports:
+        pod_spec["containers"][0]["ports"] = [
+            {"containerPort": h["port"], "hostPort": h["port"], "protocol": h.get("protocol", "TCP")}
+            | ({"hostIP": h["host_ip"]} if h.get("host_ip") not in (None, "0.0.0.0") else {})
+            for h in w.host_ports
+        ]
+    labels = {**own, WORKLOAD_LABEL: _slug(w.name)}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -332,6 +409,28 @@ def priority_class_manifest(ns: str, w: Workload, strategy: str) -> dict[str, An
     }
 
 
+def template_node(g: NodeGroup, annotations: dict[str, str]) -> dict[str, Any]:
+    """The node the kwok provider copies for every node it adds to group `g`.
+
+    One zone for all of them: that of the group's next node in the simulator (its number `initial`),
+    so the first node added lands in the same zone in both worlds (e2e/README.md, "Zones"). No
+    hostname: every node made from the template would carry it."""
+    node = node_manifest(
+        f"{g.name}-template",
+        group=g.name,
+        capacity=g.capacity,
+        labels={**g.labels, **g.zone_labels(g.initial)},
+        taints=g.taints,
+        annotations=annotations,
+    )
+    node["metadata"]["labels"].pop(HOSTNAME_LABEL, None)
+    return node
+
+
+def template_labels(g: NodeGroup) -> dict[str, str]:
+    return dict(template_node(g, {})["metadata"]["labels"])
+
+
 def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]:
     """The kwok cloud provider's config and node templates (one template node per group).
 
@@ -343,13 +442,9 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
     templates = []
     gpu_types: set[str] = set()
     for g in sc.node_groups:
-        node = node_manifest(
-            f"{g.name}-template",
-            group=g.name,
-            capacity=g.capacity,
-            labels=g.labels,
-            taints=g.taints,
-            annotations={
+        node = template_node(
+            g,
+            {
                 PROVISION_DELAY_ANNOTATION: _dur_annotation(g.provision_time_s * scale),
                 "cluster-autoscaler.kwok.nodegroup/min-count": str(g.min),
                 "cluster-autoscaler.kwok.nodegroup/max-count": str(g.max),
@@ -358,8 +453,6 @@ def kwok_provider_configmaps(sc: Scenario, scale: float) -> list[dict[str, Any]]
                 "cluster-autoscaler.kwok.nodegroup/desired-count": str(max(g.min, min(g.initial, g.max))),
             },
         )
-        # Every node made from a template would carry its hostname label: leave it out.
-        node["metadata"]["labels"].pop("kubernetes.io/hostname", None)
         # A new node registers as a kubelet does: NotReady and tainted not-ready:NoSchedule, so that
         # nothing is bound to it before KWOK makes it Ready after the provision delay; the node
         # lifecycle controller then lifts the taint. The autoscaler drops such condition taints from
@@ -536,9 +629,17 @@ class LoadedScenario:
         while not self._stop.is_set():
             with contextlib.suppress(Exception):
                 for n in self.cp.nodes():
-                    g = (n.metadata.labels or {}).get(GROUP_LABEL)
+                    labels = n.metadata.labels or {}
+                    g = labels.get(GROUP_LABEL)
                     if g:
                         self.seen_nodes.setdefault(g, set()).add(n.metadata.name)
+                    if HOSTNAME_LABEL not in labels:
+                        # A kubelet labels its node with its hostname when it registers; the kwok
+                        # provider's nodes come without it, and required anti-affinity on hostname
+                        # would not see two pods on one such node. Labelled while still NotReady.
+                        self.cp.core.patch_node(
+                            n.metadata.name, {"metadata": {"labels": {HOSTNAME_LABEL: n.metadata.name}}}
+                        )
             self._stop.wait(0.5)
 
     # -- observations
@@ -744,9 +845,14 @@ def load_into(
     for g in sc.node_groups:
         names = [f"{g.name}-{i}" for i in range(g.initial)]
         initial[g.name] = names
-        for n in names:
+        for i, n in enumerate(names):
             body = node_manifest(
-                n, group=g.name, capacity=g.capacity, labels=g.labels, taints=g.taints, annotations={}
+                n,
+                group=g.name,
+                capacity=g.capacity,
+                labels={**g.labels, **g.zone_labels(i)},
+                taints=g.taints,
+                annotations={},
             )
             body["spec"]["unschedulable"] = True
             cp.core.create_node(body)

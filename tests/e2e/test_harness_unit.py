@@ -188,3 +188,71 @@ def test_parity_reads_the_simulator_of_a_seed_that_ends_with_a_pod_waiting() -> 
 
     d = simulate(SEEDS / "seed-1-relocate.yaml", "none")
     assert d["workloads"]["text-generator"]["ready_at_end"] == 0
+
+
+CONSTRAINED = ["constrained-seed-1-relocate.yaml", "constrained-seed-2-wait-for-cpu-node.yaml"]
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_deployment_carries_the_constraints_the_simulator_models(name: str) -> None:
+    """The pod template, read back as makeroom reads a cluster's pods, has the spread, anti-affinity
+    and labels the simulator gives the scenario's workload."""
+    from makeroom.scenario import load_scenario
+    from makeroom.snapshot.objects import pod_from_object
+
+    path = SEEDS / name
+    product = {w.name: w for w in load_scenario(path).workloads}
+    for w in read_scenario(path).workloads:
+        template = deployment_manifest("ns", w, 1, 0.1)["spec"]["template"]
+        obj = {
+            "apiVersion": "v1",
+            "metadata": {**template["metadata"], "name": "p", "namespace": "ns", "uid": "u"},
+            "spec": template["spec"],
+            "status": {"phase": "Pending"},
+        }
+        pod = pod_from_object(obj)
+        assert pod is not None
+        want = product[w.name].spec
+        assert pod.spec.topology_spread == want.topology_spread
+        assert pod.spec.pod_anti_affinity == want.pod_anti_affinity
+        assert pod.spec.pod_affinity == want.pod_affinity
+        assert pod.spec.host_ports == want.host_ports
+        assert product[w.name].labels.items() <= dict(pod.labels).items()
+    assert product["iris-classifier"].spec.topology_spread  # the case is not vacuous
+
+
+@pytest.mark.parametrize("name", CONSTRAINED)
+def test_nodes_are_in_the_zones_the_simulator_gives_them(name: str) -> None:
+    from makeroom.model import ZONE_LABEL
+    from makeroom.scenario import load_scenario
+
+    path = SEEDS / name
+    sc = read_scenario(path)
+    zones = {n.name: n.labels.get(ZONE_LABEL) for n in load_scenario(path).initial_nodes}
+    assert zones == {
+        f"{g.name}-{i}": g.zone_labels(i)[ZONE_LABEL] for g in sc.node_groups for i in range(g.initial)
+    }
+    # The provider's template: the zone of the group's next node, the one the simulator adds first.
+    (templates,) = [
+        yaml.safe_load(cm["data"]["templates"])
+        for cm in kwok_provider_configmaps(sc, 0.1)
+        if "templates" in cm["data"]
+    ]
+    for node in templates["items"]:
+        g = sc.group(node["metadata"]["name"].removesuffix("-template"))
+        assert node["metadata"]["labels"][ZONE_LABEL] == g.zones[g.initial % len(g.zones)]
+
+
+def test_makeroom_groups_file_gives_a_multi_zone_group_the_zone_of_its_next_node(tmp_path: Path) -> None:
+    from makeroom_e2e.makeroom_run import prepared_seed
+
+    from makeroom.model import ZONE_LABEL
+
+    _, groups = prepared_seed("constrained-seed-2", tmp_path)
+    entries = {g["name"]: g for g in yaml.safe_load(groups.read_text())["groups"]}
+    # cpu-0 b, cpu-1 a: the node the autoscaler adds is the group's third, in zone b in both worlds.
+    assert entries["cpu"]["labels"][ZONE_LABEL] == "b"
+    assert entries["cpu"]["labels"]["makeroom.io/group"] == "cpu"
+    assert "kubernetes.io/hostname" not in entries["cpu"]["labels"]
+    _, plain = prepared_seed(1, tmp_path)
+    assert all("labels" not in g for g in yaml.safe_load(plain.read_text())["groups"])

@@ -17,7 +17,7 @@ import pytest
 from makeroom_e2e import ControlPlane, read_scenario
 from makeroom_e2e.binaries import cache_root
 from makeroom_e2e.makeroom_run import seed_file
-from makeroom_e2e.parity import SEEDS, Case, run_case, table, to_json
+from makeroom_e2e.parity import CONSTRAINED_SEEDS, SEEDS, Case, run_case, table, to_json
 from makeroom_e2e.scenario import STRATEGIES
 
 pytestmark = pytest.mark.e2e
@@ -82,3 +82,48 @@ def test_seed_ends_on_the_real_components_as_in_the_simulator(
         assert not mr["leftovers"], f"makeroom left: {mr['leftovers']}"
         if seed != 4:
             assert mr["relocations_done"] >= 1, "makeroom relocated"
+
+
+CONSTRAINED_CASES = [
+    (seed, strategy) for seed in CONSTRAINED_SEEDS for strategy in ("none", "evict", "migrate")
+]
+
+
+@pytest.mark.parametrize(
+    ("seed", "strategy"), CONSTRAINED_CASES, ids=[f"{s}-{st}" for s, st in CONSTRAINED_CASES]
+)
+def test_constrained_seed_ends_on_the_real_components_as_in_the_simulator(
+    cp: ControlPlane, tmp_path: Path, seed: str, strategy: str
+) -> None:
+    """Issue 19: iris-classifier spreads over two zones (maxSkew 1, DoNotSchedule) and keeps one
+    replica per node (required anti-affinity on hostname); the real scheduler and autoscaler agree."""
+    case = run_case(cp, seed, strategy, tmp_path)
+    print(_report(case))
+    out = cache_root() / "logs" / "parity"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{seed}-{strategy}.json").write_text(json.dumps(to_json([case]), indent=1, default=str))
+    real = case.real
+    assert real.extra["settled"], "the real world was still changing: " + _report(case)
+    assert case.differences() == {}, _report(case)
+    sc = read_scenario(seed_file(seed))
+    replicas = next(w.replicas for w in sc.workloads if w.name == "iris-classifier")
+    iris_nodes = real.extra["running_nodes"]["iris-classifier"]
+    assert len(iris_nodes) == len(set(iris_nodes)), "two iris replicas on one node"
+    if strategy == "none":
+        # The baseline: nothing moves, text-generator waits, iris keeps every replica Ready.
+        assert real.high_priority_node_group is None
+        assert real.min_ready["iris-classifier"] == replicas
+        return
+    # No victim Pending for want of a place; never fewer Ready replicas than under none.
+    assert real.extra["pending_at_end"] == [], _report(case)
+    assert real.extra["ready_at_end"]["iris-classifier"] == replicas
+    assert real.high_priority_node_group == "gpu"
+    added = {"constrained-seed-1": {"cpu": 0, "gpu": 0}, "constrained-seed-2": {"cpu": 1, "gpu": 0}}
+    assert real.nodes_added == added[seed]
+    if strategy == "migrate":  # make-before-break: iris never below what it wants
+        assert real.min_ready["iris-classifier"] == replicas
+    else:  # evict: one replica at a time, as its PDB allows
+        assert real.min_ready["iris-classifier"] == replicas - 1
+    mr = real.extra["makeroom"]
+    assert mr["alive"] and not mr["forbidden"] and not mr["leftovers"], mr
+    assert mr["relocations_done"] >= 1

@@ -8,6 +8,7 @@ through a node it is emptying."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +44,20 @@ def rooms_for(ctx: Context, ledger: Ledger, spec: PodSpec) -> npt.NDArray[np.int
     return rooms
 
 
+@dataclass(frozen=True, slots=True)
+class Sharers:
+    """The pending pods that share one node, as (priority, groups it may use): a pod leaving that node
+    moves for one of higher priority only, so a new node for it is barred when every pod it may move
+    for could use that node's group (issue 22: choosing destinations under the weakest pod's limit
+    sent pods only the highest could move to a new node only the lowest could justify)."""
+
+    pods: tuple[tuple[int, frozenset[str]], ...]
+
+    def avoid(self, victim: Pod, p_groups: set[str]) -> set[str]:
+        mine = [groups for priority, groups in self.pods if victim.priority < priority]
+        return set(frozenset.intersection(*mine)) if mine else p_groups
+
+
 def existing_capacity(ctx: Context, ledger: Ledger, classes: Sequence[VictimClass], slot: int) -> list[int]:
     """How many pods of each class existing rooms could take (each class alone, other than slot)."""
     out = []
@@ -59,23 +74,37 @@ def existing_capacity(ctx: Context, ledger: Ledger, classes: Sequence[VictimClas
 
 
 def assign(
-    ctx: Context, ledger: Ledger, victims: list[Pod], source: int, p_groups: set[str]
+    ctx: Context,
+    ledger: Ledger,
+    victims: list[Pod],
+    source: int,
+    p_groups: set[str],
+    sharers: Sharers | None = None,
 ) -> Option | None:
     """Greedy destinations, largest victim first (by its share of the source node); when that needs
-    new nodes, also largest-first by each resource the victims request, keeping the cheapest."""
+    new nodes, also largest-first by each resource the victims request, keeping the cheapest. With
+    ``sharers``, the victims barred from more groups come first (they need the existing room most)."""
+    avoid = [p_groups if sharers is None else sharers.avoid(v, p_groups) for v in victims]
     reqs = [ctx.req(v.spec) for v in victims]
     alloc = np.maximum(ctx.view.state.alloc[source], 1)
-    orders = [sorted(range(len(victims)), key=lambda i: (-float((reqs[i] / alloc).sum()), victims[i].key))]
-    best = assign_in_order(ctx, ledger, victims, orders[0], source, p_groups)
+    orders = [
+        sorted(
+            range(len(victims)),
+            key=lambda i: (-len(avoid[i]), -float((reqs[i] / alloc).sum()), victims[i].key),
+        )
+    ]
+    best = assign_in_order(ctx, ledger, victims, orders[0], source, avoid)
     if best is not None and best.added == 0:
         return best
     if len(victims) > 1:
         for dim in np.flatnonzero(np.any(np.stack(reqs) > 0, axis=0)):
-            order = sorted(range(len(victims)), key=lambda i: (-int(reqs[i][dim]), victims[i].key))
+            order = sorted(
+                range(len(victims)), key=lambda i: (-len(avoid[i]), -int(reqs[i][dim]), victims[i].key)
+            )
             if order in orders:
                 continue
             orders.append(order)
-            option = assign_in_order(ctx, ledger, victims, order, source, p_groups)
+            option = assign_in_order(ctx, ledger, victims, order, source, avoid)
             if option is not None and (
                 best is None or (round(option.cost, 9), option.added) < (round(best.cost, 9), best.added)
             ):
@@ -99,11 +128,11 @@ def option_placement(
 
 
 def assign_in_order(
-    ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, p_groups: set[str]
+    ctx: Context, ledger: Ledger, victims: list[Pod], order: list[int], source: int, avoid: list[set[str]]
 ) -> Option | None:
     """Destinations in this order: existing room first (best first), then the plan's new nodes, then
-    a new node of the cheapest group the victim may use, never one of a group P could use (nor one the
-    autoscaler might not give it: ``Context.buy``)."""
+    a new node of the cheapest group the victim may use, never one of a group P could use (``avoid``,
+    per victim; nor one the autoscaler might not give it: ``Context.buy``)."""
     view = ctx.view
     groups = view.state.groups
     overlay: dict[int, Vector] = {}
@@ -114,6 +143,7 @@ def assign_in_order(
     placed: dict[int, Dest] = {}
     for i in order:
         v = victims[i]
+        p_groups = avoid[i]
         r = ctx.req(v.spec)
         dest = None
         # the filters that look at other pods, exactly for this victim after the ones before it

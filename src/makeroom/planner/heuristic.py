@@ -16,7 +16,7 @@ from makeroom.model import Pod
 from makeroom.model.resources import Vector
 from makeroom.planner.candidates import Shortfall, candidate_slots, shortfall, within_move_limit
 from makeroom.planner.context import Context, Ledger
-from makeroom.planner.destinations import assign, existing_capacity
+from makeroom.planner.destinations import Sharers, assign, existing_capacity
 from makeroom.planner.options import Option, Outcome, option_key
 from makeroom.planner.victims import fewest, pick, victim_sets
 
@@ -65,9 +65,10 @@ class Heuristic:
         p_groups: set[str],
         outcome: Outcome,
         best: Option | None = None,
+        sharers: Sharers | None = None,
     ) -> Option | None:
         """The best relocation on one node for room ``req``, moving pods of priority below ``below``
-        and never to a new node of ``p_groups``."""
+        and never to a new node of ``p_groups`` (of the groups ``sharers`` bars, per moved pod)."""
         short = shortfall(ctx, ledger, below, req, slot, outcome)
         if short is None:
             return None
@@ -75,11 +76,18 @@ class Heuristic:
             lb = fewest(short.classes, np.where(short.need, short.deficit, 0), short.need)
             if (0.0, 0, lb) > best.key[:3]:
                 return None
-        found = self.all_on(ctx, ledger, short, slot, p_groups, outcome)
+        found = self.all_on(ctx, ledger, short, slot, p_groups, outcome, sharers)
         return min(found, key=lambda o: o.key) if found else None
 
     def all_on(
-        self, ctx: Context, ledger: Ledger, short: Shortfall, slot: int, p_groups: set[str], outcome: Outcome
+        self,
+        ctx: Context,
+        ledger: Ledger,
+        short: Shortfall,
+        slot: int,
+        p_groups: set[str],
+        outcome: Outcome,
+        sharers: Sharers | None = None,
     ) -> list[Option]:
         """A relocation for each victim set tried on the node, with greedy destinations."""
         capacity = existing_capacity(ctx, ledger, short.classes, slot)
@@ -89,7 +97,7 @@ class Heuristic:
             if not within_move_limit(ctx, ledger, len(victims)):
                 outcome.move_limited = True
                 continue
-            option = assign(ctx, ledger, victims, slot, p_groups)
+            option = assign(ctx, ledger, victims, slot, p_groups, sharers)
             if option is None:
                 outcome.destination_failed = True
                 continue

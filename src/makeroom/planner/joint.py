@@ -23,6 +23,7 @@ from makeroom.model import Pod
 from makeroom.planner.attribution import attribute
 from makeroom.planner.candidates import candidate_slots, shortfall
 from makeroom.planner.context import Context, Ledger, wants_room
+from makeroom.planner.destinations import Sharers
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.objective import of_draft
 from makeroom.planner.options import Decision, Dest, Draft, Option, Outcome, option_key
@@ -183,6 +184,7 @@ def _shared(
     req = ctx.req(head.spec) + ctx.req(partner.spec)
     h_groups, p_groups = set(view.groups_for(head.spec)), set(view.groups_for(partner.spec))
     both = view.static(partner.spec) & np.all(view.state.alloc >= req, axis=1)
+    sharers = Sharers(((head.priority, frozenset(h_groups)), (partner.priority, frozenset(p_groups))))
     out: list[tuple[Draft, Ledger]] = []
     for slot in candidate_slots(ctx, base, head, ctx.req(head.spec))[: ctx.policy.max_candidates]:
         s = int(slot)
@@ -190,7 +192,9 @@ def _shared(
             continue
         budget.spend(1)
         below = max(head.priority, partner.priority)
-        option = Heuristic().on_node_for(ctx, base, req, below, s, h_groups & p_groups, Outcome())
+        option = Heuristic().on_node_for(
+            ctx, base, req, below, s, h_groups & p_groups, Outcome(), sharers=sharers
+        )
         if option is None:
             continue
         placed = [head, partner]
