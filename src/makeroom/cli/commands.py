@@ -2,6 +2,7 @@
 
 from makeroom.cli import (
     bench,  # noqa: F401
+    bench_fgd,  # noqa: F401
     bench_fleet,  # noqa: F401
     bench_plan,  # noqa: F401
     cleanup,  # noqa: F401

@@ -29,8 +29,9 @@ class SimProgress:
         self._shown = False
         self._task: TaskID | None = None
 
-    def track(self, label: str, horizon: float) -> Callable[[float], None]:
-        """A callback taking simulated time, for one run of ``horizon`` simulated seconds."""
+    def track(self, label: str, horizon: float, unit: str = "min") -> Callable[[float], None]:
+        """A callback taking simulated time, for one run of ``horizon`` simulated seconds (``unit``
+        "min"); or any other progress, shown as is in ``unit`` (``bench fgd``: % arrived)."""
         if self._task is not None:
             self._bar.remove_task(self._task)
         task = self._bar.add_task(label, total=horizon, sim="")
@@ -44,7 +45,8 @@ class SimProgress:
             if not self._shown and self._wanted and time.perf_counter() - self._started > SHOW_AFTER_S:
                 self._bar.start()
                 self._shown = True
-            self._bar.update(task, completed=t, sim=f"{t / 60:.1f}/{horizon / 60:.0f} min")
+            shown = f"{t / 60:.1f}/{horizon / 60:.0f} min" if unit == "min" else f"{t:.0f}/{horizon:.0f}{unit}"
+            self._bar.update(task, completed=t, sim=shown)
 
         return update
 

@@ -75,6 +75,8 @@ class Task:
     qos: str
     created: float
     deleted: float  # +inf when empty
+    num_gpu: int = 0  # the GPUs it asks for, each of ``share`` thousandths (gpu = num_gpu x share)
+    share: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +139,7 @@ def _task(row: Row, where: str, problems: list[Problem]) -> Task | None:
         )
     if len(problems) > before or count is None or share is None:
         return None
-    return Task(name, cpu, memory, count * share, qos, created, deleted)
+    return Task(name, cpu, memory, count * share, qos, created, deleted, count, share)
 
 
 def convert(machines: list[Machine], tasks: list[Task], options: Options, source: str) -> Conversion:

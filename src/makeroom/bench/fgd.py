@@ -1,0 +1,277 @@
+"""``makeroom bench fgd``: the steady-state protocol of "Beware of Fragmentation" (Weng et al., USENIX
+ATC '23) on the openb trace, each scoring policy with and without makeroom.
+
+The protocol, as the authors' artifact runs it: openb's nodes are the cluster, fixed; the tasks are
+shuffled (one seed per run) and fed one by one, none leaving, and once the trace's tasks are all in,
+tasks drawn again at random from it, until the arrived tasks' GPU requests reach ``ratio`` (1.3) times
+the cluster's GPUs; a task that fits nowhere stays unplaced. After each arrival: the GPUs unallocated
+and the fragmented GPUs (fgd_score), against the arrived workload in % of the cluster's GPUs.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from makeroom.bench.fgd_room import Room
+from makeroom.bench.fgd_score import (
+    POLICIES,
+    WHOLE,
+    Cluster,
+    Policy,
+    Shape,
+    fragmentation,
+    policy,
+    typical,
+)
+from makeroom.bench.fleet import interval
+from makeroom.trace.gpu import PRIORITY, read_dir
+
+RATIO = 1.3
+SEEDS = tuple(range(42, 52))
+STEPS = 131  # the curve at 0, 1, ..., 130% of the cluster's GPUs arrived
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    source: str
+    nodes: tuple[tuple[int, int, int], ...]  # milli-cores, milli-bytes, GPUs
+    tasks: tuple[tuple[Shape, int], ...]  # shape, priority (from the QoS class, docs/traces.md)
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(n[2] for n in self.nodes) * WHOLE
+
+
+def load(directory: Path) -> Workload:
+    machines, tasks = read_dir(directory)
+    return Workload(
+        str(directory),
+        tuple((m.cpu, m.memory, m.gpus) for m in machines),
+        tuple((Shape(t.cpu, t.memory, t.num_gpu, t.share), PRIORITY[t.qos]) for t in tasks),
+    )
+
+
+def arrivals(w: Workload, seed: int, ratio: float = RATIO) -> list[int]:
+    """Task indices in arrival order: the trace shuffled, then drawn again, while the GPU requests
+    arrived stay within ``ratio`` x the cluster's GPUs (the artifact's rule: the first task that would
+    pass it ends the arrivals)."""
+    rng = random.Random(seed)
+    order = list(range(len(w.tasks)))
+    rng.shuffle(order)
+    target = ratio * w.gpu_milli
+    out: list[int] = []
+    total = 0
+    for t in order:
+        total += w.tasks[t][0].gpu_milli
+        if total > target:
+            return out
+        out.append(t)
+    if total == 0:
+        return out  # no GPU demand at all: the trace once
+    while True:
+        t = rng.randrange(len(w.tasks))
+        total += w.tasks[t][0].gpu_milli
+        if total > target:
+            return out
+        out.append(t)
+
+
+@dataclass
+class Run:
+    """One policy over one arrival order, with or without makeroom."""
+
+    w: Workload
+    policy: Policy
+    shapes: tuple[tuple[Shape, float], ...]
+    room: Room | None = None
+
+    def __post_init__(self) -> None:
+        self.c = Cluster.of(self.w.nodes)
+        self.frag = fragmentation(self.c.cpu, self.c.gpu, self.shapes)
+        self.where: dict[int, tuple[int, tuple[int, ...], Shape, int]] = {}
+        self.moves = 0
+
+    def _changed(self, node: int) -> None:
+        self.policy.changed(node)
+        self.frag[node] = fragmentation(self.c.cpu[[node]], self.c.gpu[[node]], self.shapes)[0]
+
+    def _devices(self, node: int, shape: Shape) -> tuple[int, ...]:
+        _, devices = self.policy.costs(self.c, shape, np.asarray([node]))
+        return tuple(int(d) for d in devices[0])
+
+    def place(self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...]) -> None:
+        self.c.take(node, shape, devices)
+        self.where[task] = (node, devices, shape, priority)
+        self._changed(node)
+        if self.room is not None:
+            self.room.bind(task, shape, priority, node, devices, self.c.gpu.shape[1])
+
+    def lift(self, task: int) -> tuple[int, tuple[int, ...], Shape, int]:
+        node, devices, shape, priority = self.where.pop(task)
+        self.c.give(node, shape, devices)
+        self._changed(node)
+        if self.room is not None:
+            self.room.unbind(task, shape, priority, node, devices, self.c.gpu.shape[1])
+        return node, devices, shape, priority
+
+    def arrive(self, task: int, shape: Shape, priority: int) -> bool:
+        got = self.policy.choose(self.c, shape)
+        if got is not None:
+            self.place(task, shape, priority, *got)
+            return True
+        if self.room is None or shape.gpus == 0 or not self.room.could_help(self.c, shape, priority):
+            return False
+        return self._relocate(task, shape, priority)
+
+    def _relocate(self, task: int, shape: Shape, priority: int) -> bool:
+        assert self.room is not None
+        proposal = self.room.plan_for(self.c, task, shape, priority, float(task))
+        if proposal is None:
+            return False
+        node, steps = proposal
+        lifted = {s.task: self.lift(s.task) for s in steps}
+        done: list[int] = []
+        ok = True
+        for s in steps:
+            _, _, vshape, vprio = lifted[s.task]
+            if not self.c.fits_on(s.to_node, vshape):
+                ok = False
+                break
+            self.place(s.task, vshape, vprio, s.to_node, self._devices(s.to_node, vshape))
+            done.append(s.task)
+        if ok and self.c.fits_on(node, shape):
+            self.place(task, shape, priority, node, self._devices(node, shape))
+            self.moves += len(steps)
+            return True
+        for t in done:  # the devices disagree with the plan: undo it
+            self.lift(t)
+        for t, (vnode, vdevices, vshape, vprio) in lifted.items():
+            self.place(t, vshape, vprio, vnode, vdevices)
+        self.room.refused += 1
+        return False
+
+
+def run(
+    w: Workload,
+    order: Sequence[int],
+    name: str,
+    makeroom: bool,
+    shapes: tuple[tuple[Shape, float], ...],
+    tick: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Feed the tasks in ``order``; the curves and totals of one run."""
+    started = time.perf_counter()
+    r = Run(w, policy(name, shapes, len(w.nodes)), shapes, Room(w.nodes) if makeroom else None)
+    capacity = w.gpu_milli
+    arrived = np.zeros(len(order) + 1)
+    placed = np.zeros(len(order) + 1)
+    fragmented = np.zeros(len(order) + 1)
+    fragmented[0] = float(r.frag.sum())
+    demand = got = unplaced = 0
+    for i, t in enumerate(order):
+        shape, priority = w.tasks[t]
+        demand += shape.gpu_milli
+        if r.arrive(i, shape, priority):
+            got += shape.gpu_milli
+        else:
+            unplaced += 1
+        arrived[i + 1], placed[i + 1], fragmented[i + 1] = demand, got, float(r.frag.sum())
+        if tick is not None:
+            tick(100 * demand / capacity)
+    # the last arrival at or below each whole % of the capacity
+    at = np.searchsorted(arrived, np.arange(STEPS) * capacity / 100, side="right") - 1
+    return {
+        "tasks": len(order),
+        "gpu_demand": demand / WHOLE,
+        "gpu_placed": got / WHOLE,
+        "placed_demand_share": got / demand if demand else 1.0,
+        "unplaced_tasks": unplaced,
+        "unallocated_gpus": (capacity - got) / WHOLE,
+        "fragmented_gpus": float(r.frag.sum()) / WHOLE,
+        "moves": r.moves,
+        "plans": 0 if r.room is None else r.room.plans,
+        "plans_refused": 0 if r.room is None else r.room.refused,
+        "wall_s": round(time.perf_counter() - started, 2),
+        "curve": {
+            "unallocated_gpus": [round((capacity - placed[k]) / WHOLE, 3) for k in at],
+            "fragmented_gpus": [round(fragmented[k] / WHOLE, 3) for k in at],
+        },
+    }
+
+
+SUMMARY = (
+    "unallocated_gpus",
+    "fragmented_gpus",
+    "placed_demand_share",
+    "unplaced_tasks",
+    "moves",
+    "plans",
+    "plans_refused",
+    "wall_s",
+)
+
+Tracker = Callable[[str, float], Callable[[float], None]]
+
+
+def bench(
+    w: Workload,
+    policies: Sequence[str] = POLICIES,
+    seeds: Sequence[int] = SEEDS,
+    ratio: float = RATIO,
+    track: Tracker | None = None,
+) -> dict[str, Any]:
+    """Every policy without and with makeroom over the same arrival orders; means and 95% intervals."""
+    shapes = typical(shape for shape, _ in w.tasks)
+    orders = {seed: arrivals(w, seed, ratio) for seed in seeds}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name in policies:
+        for makeroom in (False, True):
+            label = name + ("+makeroom" if makeroom else "")
+            runs[label] = []
+            for seed in seeds:
+                tick = None if track is None else track(f"{label} · seed {seed}", 100 * ratio)
+                out = run(w, orders[seed], name, makeroom, shapes, tick)
+                runs[label].append({"seed": seed, **out})
+    return {
+        "benchmark": "fgd",
+        "source": w.source,
+        "nodes": len(w.nodes),
+        "gpus": w.gpu_milli // WHOLE,
+        "trace_tasks": len(w.tasks),
+        "ratio": ratio,
+        "seeds": list(seeds),
+        "typical_shapes": len(shapes),
+        "arrived_pct": list(range(STEPS)),
+        "policies": {name: _compare(runs[name], runs[name + "+makeroom"]) for name in policies},
+        "runs": runs,
+    }
+
+
+def _compare(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> dict[str, Any]:
+    """Both variants' summaries and what makeroom's moves bought: moves per GPU it let be placed."""
+    per_gpu: list[float | None] = []
+    for a, b in zip(without, with_, strict=True):
+        gained = b["gpu_placed"] - a["gpu_placed"]
+        per_gpu.append(b["moves"] / gained if gained > 0 else None)
+    return {
+        "without": _summary(without),
+        "with": _summary(with_),
+        "gpus_gained": interval([b["gpu_placed"] - a["gpu_placed"] for a, b in zip(without, with_, strict=True)]),
+        "moves_per_gpu_gained": interval(per_gpu),
+    }
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {key: interval([r[key] for r in runs]) for key in SUMMARY}
+    curves = np.asarray([r["curve"]["unallocated_gpus"] for r in runs])
+    out["curve_unallocated_gpus"] = [round(float(v), 2) for v in curves.mean(axis=0)]
+    frags = np.asarray([r["curve"]["fragmented_gpus"] for r in runs])
+    out["curve_fragmented_gpus"] = [round(float(v), 2) for v in frags.mean(axis=0)]
+    return out

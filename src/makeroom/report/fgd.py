@@ -1,0 +1,64 @@
+"""The picture of ``makeroom bench fgd``: unallocated GPUs against the arrived workload (the paper's
+Fig. 9a) and fragmented GPUs (its Fig. 7b), each policy solid without makeroom and dashed with it,
+means over the seeds. From the benchmark's JSON alone; an Agg canvas, no pyplot (as figure.py)."""
+
+from __future__ import annotations
+
+import io
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from makeroom.errors import InputError, Problem
+from makeroom.report.fleet import COLORS, DPI
+from makeroom.report.html import CSS, inline_svg
+
+
+def figure(data: dict[str, Any]) -> Figure:
+    fig = Figure(figsize=(12, 4.8), dpi=DPI)
+    FigureCanvasAgg(fig)
+    unalloc, frag = fig.subplots(1, 2)
+    x = data["arrived_pct"]
+    for i, (name, cmp) in enumerate(data["policies"].items()):
+        color = COLORS[i % len(COLORS)]
+        for variant, style, label in (("without", "-", name), ("with", "--", f"{name} + makeroom")):
+            s = cmp[variant]
+            unalloc.plot(x, s["curve_unallocated_gpus"], style, color=color, lw=1.5, label=label)
+            frag.plot(x, s["curve_fragmented_gpus"], style, color=color, lw=1.5, label=label)
+    gpus = data["gpus"]
+    for ax, what in ((unalloc, "unallocated GPUs"), (frag, "fragmented GPUs (the paper's measure)")):
+        ax.set_xlabel("arrived workload (% of the cluster's GPUs)")
+        ax.set_ylabel(what)
+        ax.grid(alpha=0.3)
+        ax.set_xlim(0, max(x))
+    unalloc.set_ylim(0, gpus)
+    unalloc.set_title("unallocated GPUs (mean over seeds)")
+    frag.set_title("fragmented GPUs (mean over seeds)")
+    unalloc.legend(fontsize=8, loc="lower left")
+    fig.suptitle(
+        f"openb · {data['nodes']} nodes, {gpus} GPUs · seeds {data['seeds'][0]}-{data['seeds'][-1]}", fontsize=11
+    )
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86, wspace=0.25)
+    return fig
+
+
+def render(data: dict[str, Any], path: Path) -> Path:
+    suffix = path.suffix.lower()
+    if suffix not in (".html", ".png"):
+        raise InputError(str(path), [Problem("", "expected a file name ending in .html or .png")])
+    fig = figure(data)
+    if suffix == ".png":
+        fig.savefig(path, format="png")
+        return path
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    title = "makeroom bench fgd: openb, the FGD paper's protocol"
+    path.write_text(
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{escape(title)}</h1>\n<figure>{inline_svg(buf.getvalue(), 'fgd-')}</figure>\n</body>\n</html>\n"
+    )
+    return path
