@@ -16,11 +16,13 @@ import numpy as np
 
 from makeroom.bench.fgd_score import Cluster, Ints, Shape
 from makeroom.model import Node, NodeGroup, Pod, PodSpec, Resources
-from makeroom.model.resources import CPU, GPU_SHARE, MEMORY
+from makeroom.model.resources import CPU, GPU_SHARE, MEMORY, PODS
 from makeroom.model.state import ClusterState
 from makeroom.planner import Policy, plan
 
 MILLI = 1000  # milli-units of a whole unit in makeroom's model
+# The trace's nodes say nothing of a pod limit and the protocol sets none: more slots than tasks fit.
+POD_SLOTS = Resources({PODS: 100_000 * MILLI})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ class Room:
     def __post_init__(self) -> None:
         shapes = sorted(set(self.nodes))
         groups = [
-            NodeGroup(f"g{i}", _resources(cpu, mem, gpus * MILLI), min=n, max=n)
+            NodeGroup(f"g{i}", _resources(cpu, mem, gpus * MILLI) + POD_SLOTS, min=n, max=n)
             for i, (cpu, mem, gpus) in enumerate(shapes)
             for n in [sum(1 for s in self.nodes if s == (cpu, mem, gpus))]
         ]

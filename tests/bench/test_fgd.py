@@ -1,0 +1,107 @@
+"""The FGD protocol (bench fgd) on tiny clusters: the paper's fragmentation by hand, fit, makeroom's
+relocations and the curves."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from makeroom.bench.fgd import Run, Workload, arrivals, run
+from makeroom.bench.fgd_room import Room
+from makeroom.bench.fgd_score import POLICIES, Cluster, Fgd, Shape, fragmentation, policy, typical
+
+GIB = 2**30 * 1000  # milli-bytes
+A = Shape(1000, GIB, 1, 500)  # half a GPU
+B = Shape(2000, GIB)  # no GPU
+C = Shape(1000, GIB, 2, 1000)  # two whole GPUs
+SHAPES = ((A, 0.5), (B, 0.25), (C, 0.25))
+
+
+def test_fragmentation_is_the_papers_definition_by_hand() -> None:
+    # node 0: 8 cores free, GPUs 1000 and 300 free. A runs there, and only the 300 is of no use to
+    # it; B uses no GPU (all 1300 are fragments to it); C needs two whole GPUs (all 1300).
+    # node 1: half a core free: nothing with a core runs, all 1300 are fragments for every shape.
+    cpu = np.asarray([8000, 500])
+    gpu = np.asarray([[1000, 300], [1000, 300]])
+    got = fragmentation(cpu, gpu, SHAPES)
+    assert got.tolist() == pytest.approx([0.5 * 300 + 0.25 * 1300 + 0.25 * 1300, 1300.0])
+
+
+def test_fgd_puts_a_shared_task_where_fragmentation_grows_least() -> None:
+    c = Cluster.of([(8000, 8 * GIB, 2)])
+    c.take(0, Shape(0, 0, 1, 400), (1,))  # free: 1000 and 600
+    # on GPU 1 (600 -> 100): A 0.5 x 100, B and C 0.25 x 1100 each = 600;
+    # on GPU 0 (1000 -> 500, 600): A runs on both, B and C 0.25 x 1100 each = 550: FGD takes GPU 0,
+    # where best fit (the tightest GPU) takes GPU 1.
+    assert Fgd(SHAPES, 1).choose(c, A) == (0, (0,))
+    assert policy("best-fit", SHAPES, 1).choose(c, A) == (0, (1,))
+
+
+def test_typical_shapes_cover_the_share_asked_most_frequent_first() -> None:
+    shapes = [A] * 6 + [B] * 3 + [C]
+    got = typical(shapes, coverage=0.9)
+    assert [s for s, _ in got] == [Shape(A.cpu, 0, 1, 500), Shape(B.cpu, 0)]
+    assert [p for _, p in got] == pytest.approx([6 / 9, 3 / 9])
+
+
+def _workload(seed: int) -> Workload:
+    rng = random.Random(seed)
+    nodes = tuple(rng.choice([(16000, 64 * GIB, 0), (32000, 128 * GIB, 2), (24000, 96 * GIB, 4)]) for _ in range(8))
+    kinds = [Shape(4000, 8 * GIB), Shape(2000, 4 * GIB, 1, 300), Shape(6000, 8 * GIB, 1, 700),
+             Shape(8000, 16 * GIB, 1, 1000), Shape(8000, 16 * GIB, 2, 1000)]  # fmt: skip
+    tasks = tuple((rng.choice(kinds), rng.choice([0, 1000])) for _ in range(40))
+    return Workload("test", nodes, tasks)
+
+
+def _check_fit(r: Run, w: Workload) -> None:
+    cpu = np.zeros(len(w.nodes), dtype=np.int64)
+    gpu = np.zeros_like(r.c.gpu)
+    for node, devices, shape, _ in r.where.values():
+        cpu[node] += shape.cpu
+        for d in devices:
+            assert d < w.nodes[node][2], "a device the node does not have"
+            gpu[node, d] += shape.share
+    assert np.all(cpu <= [n[0] for n in w.nodes])
+    assert np.all(gpu <= 1000)
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_each_policy_places_a_task_only_where_it_fits(name: str) -> None:
+    w = _workload(7)
+    shapes = typical(s for s, _ in w.tasks)
+    for makeroom in (False, True):
+        r = Run(w, policy(name, shapes, len(w.nodes)), shapes, Room(w.nodes) if makeroom else None)
+        for i, (shape, prio) in enumerate(w.tasks):
+            r.arrive(i, shape, prio)
+            _check_fit(r, w)
+        if makeroom:
+            assert r.room is not None
+            placed = {r.room.pods[t].node for t in r.where}
+            assert placed == {f"n{n}" for n, *_ in r.where.values()}  # the model's mirror agrees
+
+
+def test_makeroom_moves_a_cpu_task_off_the_gpu_node_a_gpu_task_needs() -> None:
+    # one GPU node whose cores a best-effort CPU task holds, one CPU node with room for it
+    w = Workload("t", ((8000, 64 * GIB, 2), (8000, 64 * GIB, 0)), ((Shape(6000, GIB), 0), (Shape(4000, GIB, 1, 1000), 1000)))
+    without = run(w, [0, 1], "gpu-packing", False, typical(s for s, _ in w.tasks))
+    with_ = run(w, [0, 1], "gpu-packing", True, typical(s for s, _ in w.tasks))
+    assert without["gpu_placed"] == 0
+    assert with_["gpu_placed"] == 1 and with_["moves"] == 1 and with_["unplaced_tasks"] == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_makeroom_never_lowers_the_gpu_demand_placed_and_the_curves_are_monotone(seed: int) -> None:
+    w = _workload(seed)
+    shapes = typical(s for s, _ in w.tasks)
+    order = arrivals(w, seed, ratio=1.3)
+    assert sum(w.tasks[t][0].gpu_milli for t in order) <= 1.3 * w.gpu_milli
+    for name in POLICIES:
+        without = run(w, order, name, False, shapes)
+        with_ = run(w, order, name, True, shapes)
+        assert with_["gpu_placed"] >= without["gpu_placed"]
+        for out in (without, with_):
+            curve = out["curve"]["unallocated_gpus"]
+            assert all(b <= a for a, b in zip(curve, curve[1:], strict=False))
+            assert curve[0] == w.gpu_milli / 1000
