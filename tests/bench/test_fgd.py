@@ -10,7 +10,7 @@ import pytest
 
 from makeroom.bench.fgd import Run, Workload, arrivals, run
 from makeroom.bench.fgd_room import Room
-from makeroom.bench.fgd_score import POLICIES, Cluster, Fgd, Shape, fragmentation, policy, typical
+from makeroom.bench.fgd_score import POLICIES, Cluster, Fgd, Shape, Typical, fragmentation, policy, typical
 
 GIB = 2**30 * 1000  # milli-bytes
 A = Shape(1000, GIB, 1, 500)  # half a GPU
@@ -25,7 +25,7 @@ def test_fragmentation_is_the_papers_definition_by_hand() -> None:
     # node 1: half a core free: nothing with a core runs, all 1300 are fragments for every shape.
     cpu = np.asarray([8000, 500])
     gpu = np.asarray([[1000, 300], [1000, 300]])
-    got = fragmentation(cpu, gpu, SHAPES)
+    got = fragmentation(cpu, gpu, Typical.of(SHAPES))
     assert got.tolist() == pytest.approx([0.5 * 300 + 0.25 * 1300 + 0.25 * 1300, 1300.0])
 
 
@@ -77,9 +77,8 @@ def test_each_policy_places_a_task_only_where_it_fits(name: str) -> None:
             r.arrive(i, shape, prio)
             _check_fit(r, w)
         if makeroom:
-            assert r.room is not None
-            placed = {r.room.pods[t].node for t in r.where}
-            assert placed == {f"n{n}" for n, *_ in r.where.values()}  # the model's mirror agrees
+            assert r.room is not None  # its record of who is where agrees
+            assert {(n, t) for n, on in r.room.on.items() for t in on} == {(n, t) for t, (n, *_) in r.where.items()}
 
 
 def test_makeroom_moves_a_cpu_task_off_the_gpu_node_a_gpu_task_needs() -> None:

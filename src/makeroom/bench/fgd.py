@@ -26,6 +26,7 @@ from makeroom.bench.fgd_score import (
     Cluster,
     Policy,
     Shape,
+    Typical,
     fragmentation,
     policy,
     typical,
@@ -94,17 +95,17 @@ class Run:
 
     def __post_init__(self) -> None:
         self.c = Cluster.of(self.w.nodes)
-        self.frag = fragmentation(self.c.cpu, self.c.gpu, self.shapes)
+        self.typical = Typical.of(self.shapes)
+        self.frag = fragmentation(self.c.cpu, self.c.gpu, self.typical)
         self.where: dict[int, tuple[int, tuple[int, ...], Shape, int]] = {}
         self.moves = 0
 
     def _changed(self, node: int) -> None:
         self.policy.changed(node)
-        self.frag[node] = fragmentation(self.c.cpu[[node]], self.c.gpu[[node]], self.shapes)[0]
+        self.frag[node] = fragmentation(self.c.cpu[[node]], self.c.gpu[[node]], self.typical)[0]
 
     def _devices(self, node: int, shape: Shape) -> tuple[int, ...]:
-        _, devices = self.policy.costs(self.c, shape, np.asarray([node]))
-        return tuple(int(d) for d in devices[0])
+        return self.policy.devices(self.c, shape, node)
 
     def place(self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...]) -> None:
         self.c.take(node, shape, devices)
@@ -126,7 +127,7 @@ class Run:
         if got is not None:
             self.place(task, shape, priority, *got)
             return True
-        if self.room is None or shape.gpus == 0 or not self.room.could_help(self.c, shape, priority):
+        if self.room is None or shape.gpus == 0:
             return False
         return self._relocate(task, shape, priority)
 
@@ -198,6 +199,7 @@ def run(
         "moves": r.moves,
         "plans": 0 if r.room is None else r.room.plans,
         "plans_refused": 0 if r.room is None else r.room.refused,
+        "plan_s": 0.0 if r.room is None else round(r.room.plan_s, 2),
         "wall_s": round(time.perf_counter() - started, 2),
         "curve": {
             "unallocated_gpus": [round((capacity - placed[k]) / WHOLE, 3) for k in at],
@@ -214,6 +216,7 @@ SUMMARY = (
     "moves",
     "plans",
     "plans_refused",
+    "plan_s",
     "wall_s",
 )
 

@@ -61,21 +61,38 @@ def typical(shapes: Iterable[Shape], coverage: float = COVERAGE) -> tuple[tuple[
     return tuple((shape, n / covered) for shape, n in chosen)
 
 
-def fragmentation(cpu: Ints, gpu: Ints, shapes: Sequence[tuple[Shape, float]]) -> Floats:
+@dataclass(frozen=True)
+class Typical:
+    """The typical shapes as arrays: those with GPUs, and the weight of those without."""
+
+    cpu: Ints
+    gpus: Ints
+    share: Ints
+    p: Floats
+    p_cpu_only: float
+
+    @classmethod
+    def of(cls, shapes: Sequence[tuple[Shape, float]]) -> Typical:
+        gpu = [(s, p) for s, p in shapes if s.gpus]
+        return cls(
+            np.asarray([s.cpu for s, _ in gpu], dtype=np.int64),
+            np.asarray([s.gpus for s, _ in gpu], dtype=np.int64),
+            np.asarray([s.share for s, _ in gpu], dtype=np.int64),
+            np.asarray([p for _, p in gpu], dtype=np.float64),
+            sum(p for s, p in shapes if not s.gpus),
+        )
+
+
+def fragmentation(cpu: Ints, gpu: Ints, shapes: Typical) -> Floats:
     """Expected fragmented GPU thousandths of each node (rows of ``cpu``: free milli-cores, ``gpu``:
     free thousandths per device slot, ABSENT where there is no device)."""
-    free = np.clip(gpu, 0, None)
-    total = free.sum(axis=1).astype(np.float64)
-    out = np.zeros(len(cpu), dtype=np.float64)
-    for shape, p in shapes:
-        if shape.gpus == 0:
-            out += p * total
-            continue
-        usable = gpu >= shape.share
-        runs = (usable.sum(axis=1) >= shape.gpus) & (cpu >= shape.cpu)
-        stranded = np.where(usable, 0, free).sum(axis=1)
-        out += p * np.where(runs, stranded, total)
-    return out
+    free = np.clip(gpu, 0, None).astype(np.float64)
+    total = free.sum(axis=1)
+    usable = gpu[:, None, :] >= shapes.share[None, :, None]  # node, shape, device
+    runs = (np.count_nonzero(usable, axis=2) >= shapes.gpus[None, :]) & (cpu[:, None] >= shapes.cpu[None, :])
+    held = np.matmul(usable.astype(np.float64), free[:, :, None])[:, :, 0]  # on devices that hold it
+    lost = np.where(runs, total[:, None] - held, total[:, None])
+    return np.asarray(shapes.p_cpu_only * total + lost @ shapes.p, dtype=np.float64)
 
 
 @dataclass
@@ -144,12 +161,16 @@ def tightest(gpu: Ints, shape: Shape) -> Ints:
 
 
 class Policy:
-    """Where a task goes: the cost of each node it fits on (lower is better) and the devices it takes."""
+    """Where a task goes: the cost of each node it fits on (lower is better), then its devices there."""
 
     name = ""
 
-    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
+    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         raise NotImplementedError
+
+    def devices(self, c: Cluster, shape: Shape, node: int) -> tuple[int, ...]:
+        """The tightest devices that hold the share (the authors' default GPU selection)."""
+        return tuple(int(d) for d in tightest(c.gpu[[node]], shape)[0])
 
     def changed(self, node: int) -> None:
         """The node's free resources changed (a policy that caches per node forgets it)."""
@@ -158,57 +179,59 @@ class Policy:
         nodes = np.flatnonzero(c.fits(shape))
         if len(nodes) == 0:
             return None
-        cost, devices = self.costs(c, shape, nodes)
-        best = int(np.argmin(cost))  # the first of equals: the lowest node index
-        return int(nodes[best]), tuple(int(d) for d in devices[best])
+        node = int(nodes[int(np.argmin(self.costs(c, shape, nodes)))])  # the first of equals
+        return node, self.devices(c, shape, node)
 
 
 class LeastAllocated(Policy):
     """kube-scheduler's default profile: NodeResourcesFit's LeastAllocated (CPU and memory, weight 1
     each) plus NodeResourcesBalancedAllocation (one minus half the gap between the two fractions
-    used), each out of 100, GPUs not scored; the devices are the tightest that hold the share."""
+    used), each out of 100, GPUs not scored."""
 
     name = "default"
 
-    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
+    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         cpu_used = 1 - (c.cpu[nodes] - shape.cpu) / c.cpu_cap[nodes]
         mem_used = 1 - (c.memory[nodes] - shape.memory) / np.maximum(c.memory_cap[nodes], 1)
         least = 50 * ((1 - cpu_used) + (1 - mem_used))
         balanced = 100 * (1 - np.abs(cpu_used - mem_used) / 2)
-        return -(least + balanced), tightest(c.gpu[nodes], shape)
+        return np.asarray(-(least + balanced), dtype=np.float64)
 
 
 class BestFit(Policy):
     """The node left with the least room: CPU and GPU thousandths left after the task, each over the
-    largest node's, weighted one half each (the baseline of the paper)."""
+    largest node's, weighted one half each (the paper's baseline)."""
 
     name = "best-fit"
 
-    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
+    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         cpu_left = (c.cpu[nodes] - shape.cpu) / max(1, int(c.cpu_cap.max()))
         gpu_free = np.clip(c.gpu[nodes], 0, None).sum(axis=1)
         gpu_left = (gpu_free - shape.gpu_milli) / max(1, int(c.gpu_cap.max()) * WHOLE)
-        return 0.5 * cpu_left + 0.5 * gpu_left, tightest(c.gpu[nodes], shape)
+        return np.asarray(0.5 * cpu_left + 0.5 * gpu_left, dtype=np.float64)
 
 
 class GpuPacking(Policy):
-    """GPU packing (the paper's baseline): a GPU task goes first where it shares GPUs already in use
-    (the fullest), then to free GPUs of a node already in use (the fewest), then to an idle node (the
-    one with the fewest GPUs). A task without GPUs scores the same everywhere."""
+    """GPU packing (the paper's baseline): a GPU task goes first where it shares a GPU already in use
+    (the fullest), then to free GPUs of a node already in use (the fewest taken), then to an idle node
+    (the one with the fewest GPUs). A task without GPUs scores the same everywhere."""
 
     name = "gpu-packing"
 
-    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
-        devices = tightest(c.gpu[nodes], shape)
+    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         if shape.gpus == 0:
-            return np.zeros(len(nodes)), devices
+            return np.zeros(len(nodes))
         gpu = c.gpu[nodes]
-        chosen = np.take_along_axis(gpu, devices, axis=1)
-        whole_used = (chosen == WHOLE).sum(axis=1)
+        if shape.share < WHOLE:  # one device, the tightest that holds the share
+            tight = np.where(gpu >= shape.share, gpu, WHOLE + 1).min(axis=1)
+            whole_used = (tight == WHOLE).astype(np.int64) * shape.gpus
+        else:
+            tight = np.full(len(nodes), WHOLE)
+            whole_used = np.full(len(nodes), shape.gpus)
         idle = (gpu == WHOLE).sum(axis=1) == c.gpu_cap[nodes]
         tier = np.where(whole_used == 0, 0, np.where(idle, 2, 1))
-        within = np.where(tier == 0, chosen.sum(axis=1) / WHOLE, np.where(tier == 1, whole_used, c.gpu_cap[nodes]))
-        return tier * 1000.0 + within, devices
+        within = np.where(tier == 0, tight / WHOLE, np.where(tier == 1, whole_used, c.gpu_cap[nodes]))
+        return np.asarray(tier * 1000.0 + within, dtype=np.float64)
 
 
 class Fgd(Policy):
@@ -219,7 +242,7 @@ class Fgd(Policy):
     name = "fgd"
 
     def __init__(self, shapes: Sequence[tuple[Shape, float]], nodes: int) -> None:
-        self.shapes = shapes
+        self.shapes = Typical.of(shapes)
         self.frag: Floats | None = None
         self.nodes = nodes
         self.cache: dict[Shape, tuple[Floats, Ints]] = {}
@@ -238,7 +261,11 @@ class Fgd(Policy):
             self.frag[stale] = fragmentation(c.cpu[stale], c.gpu[stale], self.shapes)
         return self.frag
 
-    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
+    def devices(self, c: Cluster, shape: Shape, node: int) -> tuple[int, ...]:
+        self.costs(c, shape, np.asarray([node]))
+        return tuple(int(d) for d in self.cache[shape][1][node])
+
+    def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         if shape not in self.cache:
             growth = np.full(self.nodes, np.nan)
             picks = np.full((self.nodes, shape.gpus), -1, dtype=np.int64)
@@ -250,7 +277,7 @@ class Fgd(Policy):
             after, chosen = self._after(c, shape, stale)
             growth[stale] = after - before
             picks[stale] = chosen
-        return growth[nodes], picks[nodes]
+        return growth[nodes]
 
     def _after(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
         cpu = c.cpu[nodes] - shape.cpu
