@@ -3,6 +3,7 @@ relocations and the curves."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -48,7 +49,9 @@ def test_typical_shapes_cover_the_share_asked_most_frequent_first() -> None:
 
 def _workload(seed: int) -> Workload:
     rng = random.Random(seed)
-    nodes = tuple(rng.choice([(16000, 64 * GIB, 0), (32000, 128 * GIB, 2), (24000, 96 * GIB, 4)]) for _ in range(8))
+    nodes = tuple(
+        rng.choice([(16000, 64 * GIB, 0), (32000, 128 * GIB, 2), (24000, 96 * GIB, 4)]) for _ in range(8)
+    )
     kinds = [Shape(4000, 8 * GIB), Shape(2000, 4 * GIB, 1, 300), Shape(6000, 8 * GIB, 1, 700),
              Shape(8000, 16 * GIB, 1, 1000), Shape(8000, 16 * GIB, 2, 1000)]  # fmt: skip
     tasks = tuple((rng.choice(kinds), rng.choice([0, 1000])) for _ in range(40))
@@ -78,12 +81,18 @@ def test_each_policy_places_a_task_only_where_it_fits(name: str) -> None:
             _check_fit(r, w)
         if makeroom:
             assert r.room is not None  # its record of who is where agrees
-            assert {(n, t) for n, on in r.room.on.items() for t in on} == {(n, t) for t, (n, *_) in r.where.items()}
+            assert {(n, t) for n, on in r.room.on.items() for t in on} == {
+                (n, t) for t, (n, *_) in r.where.items()
+            }
 
 
 def test_makeroom_moves_a_cpu_task_off_the_gpu_node_a_gpu_task_needs() -> None:
     # one GPU node whose cores a best-effort CPU task holds, one CPU node with room for it
-    w = Workload("t", ((8000, 64 * GIB, 2), (8000, 64 * GIB, 0)), ((Shape(6000, GIB), 0), (Shape(4000, GIB, 1, 1000), 1000)))
+    w = Workload(
+        "t",
+        ((8000, 64 * GIB, 2), (8000, 64 * GIB, 0)),
+        ((Shape(6000, GIB), 0), (Shape(4000, GIB, 1, 1000), 1000)),
+    )
     without = run(w, [0, 1], "gpu-packing", False, typical(s for s, _ in w.tasks))
     with_ = run(w, [0, 1], "gpu-packing", True, typical(s for s, _ in w.tasks))
     assert without["gpu_placed"] == 0
@@ -102,5 +111,5 @@ def test_makeroom_never_lowers_the_gpu_demand_placed_and_the_curves_are_monotone
         assert with_["gpu_placed"] >= without["gpu_placed"]
         for out in (without, with_):
             curve = out["curve"]["unallocated_gpus"]
-            assert all(b <= a for a, b in zip(curve, curve[1:], strict=False))
+            assert all(b <= a for a, b in itertools.pairwise(curve))
             assert curve[0] == w.gpu_milli / 1000

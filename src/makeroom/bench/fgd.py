@@ -266,7 +266,9 @@ def _compare(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> dict
     return {
         "without": _summary(without),
         "with": _summary(with_),
-        "gpus_gained": interval([b["gpu_placed"] - a["gpu_placed"] for a, b in zip(without, with_, strict=True)]),
+        "gpus_gained": interval(
+            [b["gpu_placed"] - a["gpu_placed"] for a, b in zip(without, with_, strict=True)]
+        ),
         "moves_per_gpu_gained": interval(per_gpu),
     }
 

@@ -63,15 +63,21 @@ class Room:
             self.specs[key] = PodSpec(_resources(shape.cpu, shape.memory, shape.gpu_milli), priority)
         return self.specs[key]
 
-    def bind(self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...], slots: int) -> None:
+    def bind(
+        self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...], slots: int
+    ) -> None:
         self.on.setdefault(node, {})[task] = (shape, priority)
         self._hold(priority, node, shape, devices, 1, slots)
 
-    def unbind(self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...], slots: int) -> None:
+    def unbind(
+        self, task: int, shape: Shape, priority: int, node: int, devices: tuple[int, ...], slots: int
+    ) -> None:
         del self.on[node][task]
         self._hold(priority, node, shape, devices, -1, slots)
 
-    def _hold(self, priority: int, node: int, shape: Shape, devices: tuple[int, ...], sign: int, slots: int) -> None:
+    def _hold(
+        self, priority: int, node: int, shape: Shape, devices: tuple[int, ...], sign: int, slots: int
+    ) -> None:
         if priority not in self.held:
             n = len(self.nodes)
             zeros = np.zeros(n, dtype=np.int64)
@@ -98,7 +104,9 @@ class Room:
         short = short + np.clip(shape.gpu_milli - usable, 0, None) / max(shape.gpu_milli, 1)
         return nodes[np.argsort(short, kind="stable")[:CANDIDATES]]
 
-    def plan_for(self, c: Cluster, task: int, shape: Shape, priority: int, now: float) -> tuple[int, list[Step]] | None:
+    def plan_for(
+        self, c: Cluster, task: int, shape: Shape, priority: int, now: float
+    ) -> tuple[int, list[Step]] | None:
         """The node the planner puts the task on and the moves it makes for it, or None."""
         if (shape, priority) in self.hopeless:
             return None
@@ -106,7 +114,12 @@ class Room:
         if len(near) == 0:
             return None
         free_gpu = np.clip(c.gpu, 0, None).sum(axis=1)
-        far = np.concatenate([np.argsort(-c.cpu, kind="stable")[:DESTINATIONS], np.argsort(-free_gpu, kind="stable")[:DESTINATIONS]])
+        far = np.concatenate(
+            [
+                np.argsort(-c.cpu, kind="stable")[:DESTINATIONS],
+                np.argsort(-free_gpu, kind="stable")[:DESTINATIONS],
+            ]
+        )
         chosen = list(dict.fromkeys([*near.tolist(), *far.tolist()]))
         state, pods = self._state(c, chosen, shape)
         pod = Pod(f"t{task}", self.spec(shape, priority), f"t{task}", created_at=now)

@@ -286,7 +286,9 @@ class Fgd(Policy):
             devices = tightest(gpu, shape)  # whole GPUs: every free one is alike
             taken = gpu.copy()
             if shape.gpus:
-                np.put_along_axis(taken, devices, np.take_along_axis(gpu, devices, axis=1) - shape.share, axis=1)
+                np.put_along_axis(
+                    taken, devices, np.take_along_axis(gpu, devices, axis=1) - shape.share, axis=1
+                )
             return fragmentation(cpu, taken, self.shapes), devices
         best = np.full(len(nodes), np.inf)
         pick = np.full(len(nodes), -1, dtype=np.int64)

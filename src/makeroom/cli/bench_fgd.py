@@ -35,7 +35,9 @@ def bench_fgd(
     policies: Annotated[
         str, typer.Option(help="Comma-separated: default, best-fit, gpu-packing, fgd.")
     ] = "default,best-fit,gpu-packing,fgd",
-    ratio: Annotated[float, typer.Option(help="Feed tasks until their GPU requests reach this x the GPUs.")] = 1.3,
+    ratio: Annotated[
+        float, typer.Option(help="Feed tasks until their GPU requests reach this x the GPUs.")
+    ] = 1.3,
     picture: Annotated[
         Path | None, typer.Option("--picture", help="The curves: a .png picture or an .html page.")
     ] = None,

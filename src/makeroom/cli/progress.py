@@ -45,7 +45,9 @@ class SimProgress:
             if not self._shown and self._wanted and time.perf_counter() - self._started > SHOW_AFTER_S:
                 self._bar.start()
                 self._shown = True
-            shown = f"{t / 60:.1f}/{horizon / 60:.0f} min" if unit == "min" else f"{t:.0f}/{horizon:.0f}{unit}"
+            shown = (
+                f"{t / 60:.1f}/{horizon / 60:.0f} min" if unit == "min" else f"{t:.0f}/{horizon:.0f}{unit}"
+            )
             self._bar.update(task, completed=t, sim=shown)
 
         return update
