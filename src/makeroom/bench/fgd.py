@@ -36,7 +36,7 @@ from makeroom.trace.gpu import PRIORITY, read_dir
 
 RATIO = 1.3
 SEEDS = tuple(range(42, 52))
-STEPS = 131  # the curve at 0, 1, ..., 130% of the cluster's GPUs arrived
+STEPS = 131  # the curve at 0, 1, ..., 130% of the cluster's GPUs arrived (1.3x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +166,9 @@ def run(
     makeroom: bool,
     shapes: tuple[tuple[Shape, float], ...],
     tick: Callable[[float], None] | None = None,
+    steps: int = STEPS,
 ) -> dict[str, Any]:
-    """Feed the tasks in ``order``; the curves and totals of one run."""
+    """Feed the tasks in ``order``; the curves (at 0, 1, ..., steps - 1 % arrived) and totals."""
     started = time.perf_counter()
     r = Run(w, policy(name, shapes, len(w.nodes)), shapes, Room(w.nodes) if makeroom else None)
     capacity = w.gpu_milli
@@ -187,7 +188,7 @@ def run(
         if tick is not None:
             tick(100 * demand / capacity)
     # the last arrival at or below each whole % of the capacity
-    at = np.searchsorted(arrived, np.arange(STEPS) * capacity / 100, side="right") - 1
+    at = np.searchsorted(arrived, np.arange(steps) * capacity / 100, side="right") - 1
     return {
         "tasks": len(order),
         "gpu_demand": demand / WHOLE,
@@ -233,6 +234,7 @@ def bench(
     """Every policy without and with makeroom over the same arrival orders; means and 95% intervals."""
     shapes = typical(shape for shape, _ in w.tasks)
     orders = {seed: arrivals(w, seed, ratio) for seed in seeds}
+    steps = round(100 * ratio) + 1
     runs: dict[str, list[dict[str, Any]]] = {}
     for name in policies:
         for makeroom in (False, True):
@@ -240,7 +242,7 @@ def bench(
             runs[label] = []
             for seed in seeds:
                 tick = None if track is None else track(f"{label} · seed {seed}", 100 * ratio)
-                out = run(w, orders[seed], name, makeroom, shapes, tick)
+                out = run(w, orders[seed], name, makeroom, shapes, tick, steps)
                 runs[label].append({"seed": seed, **out})
     return {
         "benchmark": "fgd",
@@ -251,7 +253,7 @@ def bench(
         "ratio": ratio,
         "seeds": list(seeds),
         "typical_shapes": len(shapes),
-        "arrived_pct": list(range(STEPS)),
+        "arrived_pct": list(range(steps)),
         "policies": {name: _compare(runs[name], runs[name + "+makeroom"]) for name in policies},
         "runs": runs,
     }

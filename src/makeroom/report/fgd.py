@@ -16,6 +16,8 @@ from makeroom.errors import InputError, Problem
 from makeroom.report.fleet import COLORS, DPI
 from makeroom.report.html import CSS, inline_svg
 
+ZOOM = 70  # the unallocated-GPU panel starts at this % arrived, where the policies part
+
 
 def figure(data: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(12, 4.8), dpi=DPI)
@@ -34,8 +36,18 @@ def figure(data: dict[str, Any]) -> Figure:
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)
         ax.set_xlim(0, max(x))
-    unalloc.set_ylim(0, gpus)
-    unalloc.set_title("unallocated GPUs (mean over seeds)")
+    start = min(ZOOM, max(x))  # below about 90% arrived every policy places everything
+    unalloc.set_xlim(start, max(x))
+    tail = [
+        v
+        for cmp in data["policies"].values()
+        for variant in ("without", "with")
+        for v, at in zip(cmp[variant]["curve_unallocated_gpus"], x, strict=True)
+        if at >= start
+    ]
+    if tail:
+        unalloc.set_ylim(0, max(tail) * 1.05)
+    unalloc.set_title(f"unallocated GPUs, from {start}% arrived (mean over seeds)")
     frag.set_title("fragmented GPUs (mean over seeds)")
     unalloc.legend(fontsize=8, loc="lower left")
     fig.suptitle(
