@@ -50,11 +50,13 @@ class Workload:
         return sum(n[2] for n in self.nodes) * WHOLE
 
 
-def load(directory: Path) -> Workload:
+def load(directory: Path, gpu_nodes_only: bool = False) -> Workload:
+    """The trace's nodes and tasks; ``gpu_nodes_only``: without the 310 nodes that have no GPU, as the
+    authors' artifact runs it (its openb_node_list_gpu_node.csv), CPU-only tasks then on GPU nodes."""
     machines, tasks = read_dir(directory)
     return Workload(
-        str(directory),
-        tuple((m.cpu, m.memory, m.gpus) for m in machines),
+        str(directory) + (" (GPU nodes only)" if gpu_nodes_only else ""),
+        tuple((m.cpu, m.memory, m.gpus) for m in machines if m.gpus or not gpu_nodes_only),
         tuple((Shape(t.cpu, t.memory, t.num_gpu, t.share), PRIORITY[t.qos]) for t in tasks),
     )
 

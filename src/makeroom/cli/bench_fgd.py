@@ -38,6 +38,12 @@ def bench_fgd(
     ratio: Annotated[
         float, typer.Option(help="Feed tasks until their GPU requests reach this x the GPUs.")
     ] = 1.3,
+    gpu_nodes_only: Annotated[
+        bool,
+        typer.Option(
+            "--gpu-nodes-only", help="Leave out the nodes without GPUs, as the paper's artifact does."
+        ),
+    ] = False,
     picture: Annotated[
         Path | None, typer.Option("--picture", help="The curves: a .png picture or an .html page.")
     ] = None,
@@ -62,7 +68,7 @@ def bench_fgd(
     chosen = _seeds(seeds)
 
     def go() -> None:
-        workload = load(source)
+        workload = load(source, gpu_nodes_only)
         with sim_progress() as bar:
             data = bench(workload, names, chosen, ratio, lambda label, total: bar.track(label, total, "%"))
         if picture is not None:
@@ -78,8 +84,8 @@ def bench_fgd(
 
 def _table(data: dict[str, Any]) -> Table:
     table = Table(
-        title=f"openb · {data['nodes']} nodes, {data['gpus']} GPUs · {data['ratio']:g}x arrived · "
-        f"{len(data['seeds'])} seeds · means ± 95% CI",
+        title=f"{Path(data['source']).name} · {data['nodes']} nodes, {data['gpus']} GPUs · "
+        f"{data['ratio']:g}x arrived · {len(data['seeds'])} seeds · means ± 95% CI",
         title_justify="left",
     )
     table.add_column("policy", no_wrap=True)

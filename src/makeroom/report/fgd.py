@@ -51,7 +51,8 @@ def figure(data: dict[str, Any]) -> Figure:
     frag.set_title("fragmented GPUs (mean over seeds)")
     unalloc.legend(fontsize=8, loc="lower left")
     fig.suptitle(
-        f"openb · {data['nodes']} nodes, {gpus} GPUs · seeds {data['seeds'][0]}-{data['seeds'][-1]}",
+        f"{Path(data['source']).name} · {data['nodes']} nodes, {gpus} GPUs · "
+        f"seeds {data['seeds'][0]}-{data['seeds'][-1]}",
         fontsize=11,
     )
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86, wspace=0.25)
