@@ -26,6 +26,7 @@ COMMANDS = [
     ["snapshot"],
     ["bench", "sim"],
     ["bench", "plan"],
+    ["bench", "fgd"],
     ["trace", "dlrm"],
     ["trace", "gpu"],
 ]
