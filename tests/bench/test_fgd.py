@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from makeroom.bench.fgd import Run, Workload, arrivals, run
+from makeroom.bench.fgd import Run, Workload, arrivals, bench, merge, run
 from makeroom.bench.fgd_room import Room
 from makeroom.bench.fgd_score import POLICIES, Cluster, Fgd, Shape, Typical, fragmentation, policy, typical
 from tests.conftest import cli
@@ -135,3 +135,18 @@ def test_bench_fgd_names_a_missing_trace() -> None:
     result = cli("bench", "fgd", "no-such-dir", "--seeds", "42")
     assert result.exit_code == 2
     assert "no-such-dir" in result.output and "expected a directory" in result.output
+
+
+def test_results_of_split_runs_merge_into_the_whole() -> None:
+    w = _workload(4)
+    whole = bench(w, ["default", "fgd"], [1, 2])
+    parts = [bench(w, ["default"], [1, 2]), bench(w, ["fgd"], [1]), bench(w, ["fgd"], [2])]
+    merged = merge(parts)
+    for got in (merged, whole):
+        for runs in got["runs"].values():
+            for r in runs:
+                r.pop("wall_s"), r.pop("plan_s")
+        for cmp in got["policies"].values():
+            for variant in ("with", "without"):
+                cmp[variant].pop("wall_s"), cmp[variant].pop("plan_s")
+    assert merged == whole

@@ -261,6 +261,31 @@ def bench(
     }
 
 
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Results of the same trace and ratio over other seeds or policies as one (runs split across
+    processes); a policy's seeds must be the same with and without makeroom."""
+    first = results[0]
+    for other in results[1:]:
+        for key in ("source", "nodes", "gpus", "ratio", "arrived_pct"):
+            if other[key] != first[key]:
+                raise ValueError(f"results differ in {key}: {first[key]!r} and {other[key]!r}")
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for label, rs in result["runs"].items():
+            runs.setdefault(label, []).extend(rs)
+    for rs in runs.values():
+        rs.sort(key=lambda r: int(r["seed"]))
+    policies = [label for label in runs if not label.endswith("+makeroom")]
+    seeds = sorted({int(r["seed"]) for rs in runs.values() for r in rs})
+    return {
+        **{k: first[k] for k in ("benchmark", "source", "nodes", "gpus", "trace_tasks", "ratio")},
+        "seeds": seeds,
+        **{k: first[k] for k in ("typical_shapes", "arrived_pct")},
+        "policies": {name: _compare(runs[name], runs[name + "+makeroom"]) for name in policies},
+        "runs": runs,
+    }
+
+
 def _compare(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> dict[str, Any]:
     """Both variants' summaries and what makeroom's moves bought: moves per GPU it let be placed."""
     per_gpu: list[float | None] = []
