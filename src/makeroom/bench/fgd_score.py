@@ -275,7 +275,9 @@ class Fgd(Policy):
         if len(stale):
             before = self.node_frag(c)[stale]
             after, chosen = self._after(c, shape, stale)
-            growth[stale] = after - before
+            # rounded: the sums are of whole thousandths times frequencies, and float noise from
+            # batches of different sizes would otherwise break the ties between identical nodes
+            growth[stale] = np.round(after - before, 6)
             picks[stale] = chosen
         return growth[nodes]
 
