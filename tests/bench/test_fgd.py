@@ -101,17 +101,24 @@ def test_makeroom_moves_a_cpu_task_off_the_gpu_node_a_gpu_task_needs() -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_makeroom_never_lowers_the_gpu_demand_placed_and_the_curves_are_monotone(seed: int) -> None:
+def test_makeroom_never_unplaces_a_task_and_the_curves_are_monotone(seed: int) -> None:
+    # Per arrival, makeroom only adds: a plan moves tasks, it never leaves one unplaced, and the task
+    # it was made for is then placed. (Over a whole run, placing one task may change where later
+    # ones go: on openb some seeds end with less GPU demand placed; docs/benchmarks.md.)
     w = _workload(seed)
     shapes = typical(s for s, _ in w.tasks)
     order = arrivals(w, seed, ratio=1.3)
     assert sum(w.tasks[t][0].gpu_milli for t in order) <= 1.3 * w.gpu_milli
     for name in POLICIES:
-        without = run(w, order, name, False, shapes)
-        with_ = run(w, order, name, True, shapes)
-        assert with_["gpu_placed"] >= without["gpu_placed"]
-        for out in (without, with_):
-            curve = out["curve"]["unallocated_gpus"]
+        r = Run(w, policy(name, shapes, len(w.nodes)), shapes, Room(w.nodes))
+        placed: set[int] = set()
+        for i, t in enumerate(order):
+            got = r.arrive(i, *w.tasks[t])
+            assert placed <= set(r.where)
+            assert got == (i in r.where)
+            placed = set(r.where)
+        for makeroom in (False, True):
+            curve = run(w, order, name, makeroom, shapes)["curve"]["unallocated_gpus"]
             assert all(b <= a for a, b in itertools.pairwise(curve))
             assert curve[0] == w.gpu_milli / 1000
 
