@@ -16,7 +16,7 @@ from makeroom.errors import InputError, Problem
 from makeroom.report.fleet import COLORS, DPI
 from makeroom.report.html import CSS, inline_svg
 
-ZOOM = 70  # the unallocated-GPU panel starts at this % arrived, where the policies part
+ZOOM = 70  # the unallocated-GPU panel starts at this % arrived: below, every policy places all
 
 
 def figure(data: dict[str, Any]) -> Figure:
@@ -36,7 +36,7 @@ def figure(data: dict[str, Any]) -> Figure:
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)
         ax.set_xlim(0, max(x))
-    start = min(ZOOM, max(x))  # below about 90% arrived every policy places everything
+    start = min(ZOOM, max(x))
     unalloc.set_xlim(start, max(x))
     tail = [
         v
