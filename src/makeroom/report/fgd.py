@@ -16,7 +16,7 @@ from makeroom.errors import InputError, Problem
 from makeroom.report.fleet import COLORS, DPI
 from makeroom.report.html import CSS, inline_svg
 
-ZOOM = 70  # the unallocated-GPU panel starts at this % arrived: below, every policy places all
+ZOOM = 70  # the unallocated-GPU panel starts at this % arrived: the tail, where the policies part
 
 
 def figure(data: dict[str, Any]) -> Figure:
