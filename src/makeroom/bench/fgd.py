@@ -275,7 +275,7 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             runs.setdefault(label, []).extend(rs)
     for rs in runs.values():
         rs.sort(key=lambda r: int(r["seed"]))
-    policies = [label for label in runs if not label.endswith("+makeroom")]
+    policies = sorted((label for label in runs if not label.endswith("+makeroom")), key=POLICIES.index)
     seeds = sorted({int(r["seed"]) for rs in runs.values() for r in rs})
     return {
         **{k: first[k] for k in ("benchmark", "source", "nodes", "gpus", "trace_tasks", "ratio")},
