@@ -4,17 +4,14 @@ means over the seeds. From the benchmark's JSON alone; an Agg canvas, no pyplot 
 
 from __future__ import annotations
 
-import io
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from makeroom.errors import InputError, Problem
 from makeroom.report.fleet import COLORS, DPI
-from makeroom.report.html import CSS, inline_svg
+from makeroom.report.html import save_figure
 
 ZOOM = 70  # the unallocated-GPU panel starts at this % arrived: the tail, where the policies part
 
@@ -60,19 +57,4 @@ def figure(data: dict[str, Any]) -> Figure:
 
 
 def render(data: dict[str, Any], path: Path) -> Path:
-    suffix = path.suffix.lower()
-    if suffix not in (".html", ".png"):
-        raise InputError(str(path), [Problem("", "expected a file name ending in .html or .png")])
-    fig = figure(data)
-    if suffix == ".png":
-        fig.savefig(path, format="png")
-        return path
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    title = "makeroom bench fgd: openb, the FGD paper's protocol"
-    path.write_text(
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n<figure>{inline_svg(buf.getvalue(), 'fgd-')}</figure>\n</body>\n</html>\n"
-    )
-    return path
+    return save_figure(figure(data), path, "makeroom bench fgd: openb, the FGD paper's protocol", "fgd-")

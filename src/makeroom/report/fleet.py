@@ -4,7 +4,6 @@ confidence interval. From the benchmark's JSON alone; an Agg canvas, no pyplot (
 
 from __future__ import annotations
 
-import io
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from makeroom.errors import InputError, Problem
-from makeroom.report.html import CSS, inline_svg
+from makeroom.report.html import save_figure
 from makeroom.report.units import duration, money
 
 COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -102,25 +100,15 @@ def table_html(data: dict[str, Any]) -> str:
 
 
 def render(data: dict[str, Any], path: Path) -> Path:
-    suffix = path.suffix.lower()
-    if suffix not in (".html", ".png"):
-        raise InputError(str(path), [Problem("", "expected a file name ending in .html or .png")])
-    fig = figure(data)
-    if suffix == ".png":
-        fig.savefig(path, format="png")
-        return path
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    title = f"makeroom bench fleet: {data['scenario']}"
-    body = (
+    lead = (
         f"<p>Seeds {', '.join(map(str, data['seeds']))}; every strategy replays the same demand "
         f"(same demand: {data['same_demand']}). Means over the seeds ± the half-width of the 95% "
         "confidence interval.</p>"
-        f"<figure>{inline_svg(buf.getvalue(), 'fleet-')}</figure>{table_html(data)}"
     )
-    path.write_text(
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n{body}\n</body>\n</html>\n"
+    return save_figure(
+        figure(data),
+        path,
+        f"makeroom bench fleet: {data['scenario']}",
+        "fleet-",
+        lambda svg: f"{lead}{svg}{table_html(data)}",
     )
-    return path

@@ -4,11 +4,16 @@ No scripts, no links."""
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
+from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
+from makeroom.errors import InputError, Problem
 from makeroom.report.impact import (
     REMOVALS,
     TOP_WORKLOADS,
@@ -230,12 +235,31 @@ def section(title: str | None, svgs: Sequence[str], results: Sequence[Result], p
     )
 
 
-def page(title: str, body: str) -> str:
+def page(title: str, body: str, lead: str | None = LEAD) -> str:
+    """A self-contained page; ``lead`` (the comparison's reading guide by default) opens it."""
+    opening = f'<p class="lead">{escape(lead)}</p>\n' if lead else ""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n"
-        f'<p class="lead">{escape(LEAD)}</p>\n'
+        f"<h1>{escape(title)}</h1>\n{opening}"
         f"{body}\n</body>\n</html>\n"
     )
+
+
+def save_figure(
+    fig: Figure, path: Path, title: str, prefix: str, body: Callable[[str], str] | None = None
+) -> Path:
+    """A benchmark's picture as a .png, or as an .html page around its inline SVG (``body`` wraps the
+    figure's markup; by default the figure alone)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".html", ".png"):
+        raise InputError(str(path), [Problem("", "expected a file name ending in .html or .png")])
+    if suffix == ".png":
+        fig.savefig(path, format="png")
+        return path
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    svg = f"<figure>{inline_svg(buf.getvalue(), prefix)}</figure>"
+    path.write_text(page(title, body(svg) if body else svg, lead=None))
+    return path
