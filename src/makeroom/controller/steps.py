@@ -401,7 +401,8 @@ class Steps:
         tenant's thousands of marks neither take the whole round nor hold back another's."""
         orphans = [p for p in marked if p.annotations.get(VICTIM_OF) not in live and not p.terminating]
         for p in fair_share(orphans, limit):
-            self.unmark(p)
+            if self.cluster.may_tidy(p.namespace):  # not its turn: a later round removes it
+                self.unmark(p)
 
     # --- the cooldown ------------------------------------------------------------------------------
     def see(self, records: Records) -> None:
