@@ -33,6 +33,7 @@ from makeroom_e2e.makeroom_run import (
     run_args,
 )
 from makeroom_e2e.tenancy import impersonating, service_account_client, tenant
+from tests.builders.http import scrape
 
 pytestmark = pytest.mark.e2e
 GROUP, VERSION = "makeroom.io", "v1alpha1"
@@ -421,8 +422,6 @@ def test_metrics_are_read_only_with_a_token_the_api_server_lets_read_them(
     """Issue 20: /metrics answered whoever reached the port. Now a token is reviewed by the API server
     (TokenReview, SubjectAccessReview on /metrics) with makeroom's own rights, as the chart grants them."""
     import socket
-    import urllib.error
-    import urllib.request
 
     from kubernetes import client
 
@@ -457,24 +456,13 @@ def test_metrics_are_read_only_with_a_token_the_api_server_lets_read_them(
             run_args(cp, inst, groups, strategy="migrate", identity="solo", extra=extra), tmp_path / "run.log"
         ).start()
 
-        def scrape(token: str | None) -> int:
-            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
-            if token is not None:
-                request.add_header("Authorization", f"Bearer {token}")
-            try:
-                return int(urllib.request.urlopen(request, timeout=10).status)
-            except urllib.error.HTTPError as exc:
-                return exc.code
-            except OSError:
-                return 0
-
         try:
-            cp.wait_for(lambda: scrape(None) != 0, 60, "makeroom serving its port")
+            cp.wait_for(lambda: scrape(port, None) != 0, 60, "makeroom serving its port")
             got = {
-                "no token": scrape(None),
-                "a forged token": scrape("not-a-token"),
-                "a token not allowed to read": scrape(tokens["nosy"]),
-                "the reader's token": scrape(tokens["prometheus"]),
+                "no token": scrape(port, None),
+                "a forged token": scrape(port, "not-a-token"),
+                "a token not allowed to read": scrape(port, tokens["nosy"]),
+                "the reader's token": scrape(port, tokens["prometheus"]),
             }
         finally:
             mr.stop()
@@ -751,3 +739,292 @@ def test_cleanup_in_the_middle_of_a_relocation_and_the_uninstall_leave_nothing(
     assert not names & {b.metadata.name for b in rbac.list_cluster_role_binding().items}
     adm: Any = client.AdmissionregistrationV1Api(cp.api)
     assert not names & {p.metadata.name for p in adm.list_validating_admission_policy().items}
+
+
+# --- issue 20: a tenant's own pods, nothing forged ----------------------------------------------------
+def test_a_tenant_s_own_pods_neither_get_others_evicted_nor_block_room_making(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """Issue 20, with only what the built-in `admin` role on its own namespace allows, and the chart's
+    default scope (room is made for every namespace). Before (the previous controller, on this plane):
+    - high-priority GPU pods the scheduler never places (node affinity by `matchFields` on a node that
+      does not exist, read as "matches every node"; a required podAffinity nothing satisfies; a
+      hostPort a pod of the tenant already holds on the GPU node) had another tenant's pods evicted
+      for them, again after each timeout;
+    - 110 request-free pods held by a scheduling gate, at text-generator's priority, were counted as
+      taking the room first: text-generator's relocation was refused `no-destination`;
+    - their `makeroom.io/victim-of` marks were all removed inside the round, before planning.
+    Now: nobody moves for the futile pods, the marks go 50 a round after planning, and room is made for
+    text-generator with the gated pods in place."""
+    from kubernetes import client
+
+    scenario, groups = quiet_seed(tmp_path)
+    team_a = f"team-a-{uuid.uuid4().hex[:5]}"
+    with installed_chart(cp, {}) as inst:
+        ls = cp.load_scenario(
+            scenario, strategy="migrate", time_scale=0.1, namespace=team_a, autoscaler=False
+        )
+        team_b = f"team-b-{uuid.uuid4().hex[:5]}"
+        t_core: Any = client.CoreV1Api(tenant(cp, team_b, "tenant-b"))
+        high = {"priorityClassName": f"{team_a}-text-generator"}  # any namespace may name a class
+        port = [{"containerPort": 8080, "hostPort": 8080}]
+
+        def with_ports(body: dict[str, Any]) -> dict[str, Any]:
+            body["spec"]["containers"][0]["ports"] = port
+            return body
+
+        nowhere = {"key": "metadata.name", "operator": "In", "values": ["no-such-node"]}
+        nobody = {
+            "labelSelector": {"matchLabels": {"app": "nobody"}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+        futile = {
+            "pinned": pod_body(
+                "pinned",
+                GPU_POD,
+                spec={
+                    **high,
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [{"matchFields": [nowhere]}]
+                            }
+                        }
+                    },
+                },
+            ),
+            "lonely": pod_body(
+                "lonely",
+                GPU_POD,
+                spec={
+                    **high,
+                    "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [nobody]}},
+                },
+            ),
+            "port-clash": with_ports(pod_body("port-clash", GPU_POD, spec=high)),
+        }
+        # the port's holder: a bare pod the tenant binds to gpu-0 itself (bare pods never move)
+        t_core.create_namespaced_pod(team_b, with_ports(pod_body("holder", {}, spec={"nodeName": "gpu-0"})))
+        for body in futile.values():
+            t_core.create_namespaced_pod(team_b, body)
+        gated = [f"gated-{i}" for i in range(110)]
+        for name in gated:
+            t_core.create_namespaced_pod(
+                team_b,
+                pod_body(
+                    name,
+                    {},
+                    annotations={"makeroom.io/victim-of": f"{team_a}/x"},
+                    spec={**high, "schedulingGates": [{"name": "team-b.io/wait"}]},
+                ),
+            )
+
+        def unschedulable(name: str) -> bool:
+            p = cp.core.read_namespaced_pod(name, team_b)
+            return any(c.reason == "Unschedulable" for c in p.status.conditions or [])
+
+        cp.wait_for(lambda: all(unschedulable(n) for n in futile), 60, "the futile pods unschedulable")
+        iris = sorted(p.metadata.name for p in ls.workload_pods("iris-classifier"))
+
+        def marks_left() -> list[str]:
+            return [
+                p.metadata.name
+                for p in cp.core.list_namespaced_pod(team_b).items
+                if "makeroom.io/victim-of" in (p.metadata.annotations or {})
+            ]
+
+        mr = Makeroom(
+            run_args(cp, inst, groups, strategy="migrate", identity="solo"), tmp_path / "run.log"
+        ).start()
+        try:
+            cp.wait_for(lambda: bool(mr.messages("watch cache synced")), 60, "makeroom synced")
+            # At most 50 marks a round: gone after three rounds at least, the futile pods waiting all along.
+            cp.wait_for(lambda: not marks_left(), 60, "the tenant's marks removed")
+            # More rounds with the futile pods waiting (the previous controller removed every mark
+            # first, in a round of 8 s here, and started evicting for them only then).
+            time.sleep(5)
+            phase_a = {
+                "started": [d["pod"] for d in mr.messages("relocation started")],
+                "iris": sorted(p.metadata.name for p in ls.workload_pods("iris-classifier")),
+                "nominated": {
+                    n: cp.core.read_namespaced_pod(n, team_b).status.nominated_node_name for n in futile
+                },
+                "still gated": sum(
+                    1 for n in gated if cp.core.read_namespaced_pod(n, team_b).spec.scheduling_gates
+                ),
+            }
+            assert phase_a == {
+                "started": [],
+                "iris": iris,
+                "nominated": dict.fromkeys(futile),
+                "still gated": len(gated),
+            }, (phase_a, mr.tail())
+            # Room is still made for text-generator, with the 110 gated pods at its priority in place.
+            for name in futile:
+                cp.core.delete_namespaced_pod(name, team_b, grace_period_seconds=0)
+            cp.apps.patch_namespaced_deployment_scale("text-generator", team_a, {"spec": {"replicas": 1}})
+            cp.wait_for(
+                lambda: [p.spec.node_name for p in ls.ready_pods("text-generator")] == ["gpu-0"],
+                120,
+                "text-generator Ready on gpu-0",
+            )
+        finally:
+            ls.stop()
+            mr.stop()
+        started = [d["pod"] for d in mr.messages("relocation started")]
+        assert started == [f"{team_a}/{ls.workload_pods('text-generator')[0].metadata.name}"], started
+        assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], mr.tail()
+
+
+def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlPlane, tmp_path: Path) -> None:
+    """Issue 20, the tenant's own pods on the GPU node text-generator needs, with only what its `admin`
+    role allows. Before (the previous controller, on this plane):
+    - its Job's pod (backoffLimit 0) was chosen to move: evicted, the Job failed;
+    - its Deployment under two PodDisruptionBudgets was chosen to move: every eviction answered 500,
+      retried until the 900 s deadline, text-generator held nominated and the autoscaler kept away;
+    - with one budget, pods that never finish terminating (a finalizer of its own) held the
+      relocation, text-generator nominated, until the deadline.
+    Now: the Job's pod and a workload under two budgets are never chosen; a victim still terminating
+    30 s past its grace period ends the relocation, the nomination and the scale-up delay released."""
+    from kubernetes import client
+
+    scenario, groups = quiet_seed(tmp_path)
+    data = yaml.safe_load(scenario.read_text())
+    iris = next(w for w in data["workloads"] if w["name"] == "iris-classifier")
+    iris["replicas"] = 0  # both nodes empty: the GPU node holds only the tenant's pods
+    iris.pop("placement")
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    team_a = f"team-a-{uuid.uuid4().hex[:5]}"
+    team_b = f"team-b-{uuid.uuid4().hex[:5]}"
+    with installed_chart(cp, {}) as inst:
+        ls = cp.load_scenario(scenario, strategy="evict", time_scale=0.1, namespace=team_a, autoscaler=False)
+        as_tenant = tenant(cp, team_b, "tenant-b")
+        t_core: Any = client.CoreV1Api(as_tenant)
+        t_apps: Any = client.AppsV1Api(as_tenant)
+        t_batch: Any = client.BatchV1Api(as_tenant)
+        t_policy: Any = client.PolicyV1Api(as_tenant)
+        one_cpu = {"cpu": "1", "memory": "1Gi"}
+        cp.core.patch_node("cpu-0", {"spec": {"unschedulable": True}})  # the tenant's pods land on gpu-0
+        t_apps.create_namespaced_deployment(
+            team_b,
+            {
+                "metadata": {"name": "guarded"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "guarded"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "guarded"}},
+                        "spec": pod_body("x", one_cpu, spec={"terminationGracePeriodSeconds": 1})["spec"],
+                    },
+                },
+            },
+        )
+        for budget in ("one", "two"):
+            t_policy.create_namespaced_pod_disruption_budget(
+                team_b,
+                {
+                    "metadata": {"name": budget},
+                    "spec": {"maxUnavailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
+                },
+            )
+        job_pod = pod_body("x", one_cpu, spec={"restartPolicy": "Never"})
+        t_batch.create_namespaced_job(
+            team_b,
+            {
+                "metadata": {"name": "batch"},
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        # kwok completes a Job's pod within seconds; this one works for an hour
+                        "metadata": {
+                            "annotations": {
+                                "pod-complete.stage.kwok.x-k8s.io/delay": "1h",
+                                "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h",
+                            }
+                        },
+                        "spec": job_pod["spec"],
+                    },
+                },
+            },
+        )
+
+        def tenant_pods() -> dict[str, Any]:
+            return {p.metadata.name: p for p in cp.core.list_namespaced_pod(team_b).items}
+
+        def job_failed() -> int:
+            batch: Any = client.BatchV1Api(cp.api)
+            return int(batch.read_namespaced_job("batch", team_b).status.failed or 0)
+
+        def running_on_gpu() -> int:
+            return sum(
+                1
+                for p in tenant_pods().values()
+                if p.spec.node_name == "gpu-0" and p.status.phase == "Running"
+            )
+
+        mr = None
+        try:
+            cp.wait_for(lambda: running_on_gpu() == 3, 60, "the tenant's 3 pods running on gpu-0")
+            cp.core.patch_node("cpu-0", {"spec": {"unschedulable": False}})
+            first = set(tenant_pods())
+            mr = Makeroom(
+                run_args(cp, inst, groups, strategy="evict", identity="solo"), tmp_path / "run.log"
+            ).start()
+            cp.wait_for(lambda: bool(mr.messages("watch cache synced")), 60, "makeroom synced")
+            cp.apps.patch_namespaced_deployment_scale("text-generator", team_a, {"spec": {"replicas": 1}})
+            cp.wait_for(lambda: len(ls.workload_pods("text-generator")) == 1, 30, "text-generator pending")
+            tg = ls.workload_pods("text-generator")[0].metadata.name
+
+            def text_generator() -> Any:
+                return cp.core.read_namespaced_pod(tg, team_a)
+
+            time.sleep(8)  # several rounds with text-generator waiting and only the tenant's pods to move
+            phase_a = {
+                "started": [d["pod"] for d in mr.messages("relocation started")],
+                "tenant's pods": sorted(tenant_pods()),
+                "terminating": [n for n, p in tenant_pods().items() if p.metadata.deletion_timestamp],
+                "nominated": text_generator().status.nominated_node_name,
+                "job failed": job_failed(),
+            }
+            assert phase_a == {
+                "started": [],
+                "tenant's pods": sorted(first),
+                "terminating": [],
+                "nominated": None,
+                "job failed": 0,
+            }, (phase_a, mr.tail())
+            # One budget now, and pods that never finish terminating: a relocation starts, and ends
+            # 30 s after their 1 s grace period, freeing text-generator; the Job's pod stays.
+            for name in tenant_pods():
+                if name.startswith("guarded-"):
+                    t_core.patch_namespaced_pod(
+                        name, team_b, {"metadata": {"finalizers": ["team-b.io/hold"]}}
+                    )
+            t_policy.delete_namespaced_pod_disruption_budget("two", team_b)
+            # (a budget's removal is no change of the pods: planned again within REPLAN_EVERY, 60 s)
+            cp.wait_for(lambda: bool(mr.messages("relocation started")), 120, "a relocation started")
+            cp.wait_for(lambda: bool(mr.messages("relocation rolled back")), 90, "the relocation ended")
+            (ended,) = mr.messages("relocation rolled back")
+            assert "still terminating" in ended["reason"], ended
+            freed = text_generator()
+            assert freed.status.nominated_node_name is None, mr.tail()
+            assert "cluster-autoscaler.kubernetes.io/pod-scale-up-delay" not in (
+                freed.metadata.annotations or {}
+            )
+            (batch_pod,) = [p for n, p in tenant_pods().items() if n.startswith("batch-")]
+            assert batch_pod.status.phase == "Running" and batch_pod.metadata.deletion_timestamp is None
+            evicted = {
+                str(d.get("object"))
+                for d in mr.lines()
+                if d.get("msg") == "action" and d.get("verb") == "evict"
+            }
+            assert evicted and all(e.startswith(f"{team_b}/guarded-") for e in evicted), evicted
+            assert job_failed() == 0
+        finally:
+            for name in tenant_pods():
+                with contextlib.suppress(client.ApiException):
+                    cp.core.patch_namespaced_pod(name, team_b, {"metadata": {"finalizers": None}})
+            cp.core.patch_node("cpu-0", {"spec": {"unschedulable": False}})
+            ls.stop()
+            if mr is not None:
+                mr.stop()
