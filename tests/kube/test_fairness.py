@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from makeroom.controller import ConsolidationConfig, ControllerConfig, Strategy
+from makeroom.kube.cleanup import CleanupOptions, clean_up
 from makeroom.kube.client import Api, NamespaceShares, RateLimiter
 from makeroom.kube.runner import Runner, RunOptions
 from tests.builders.kube import NS, namespace, pod
 from tests.kube.fake import FakeApiServer
 from tests.kube.test_runner import GROUPS, cluster
+from tests.kube.test_store import MINE, cluster_objects
 
 MARK = "makeroom.io/victim-of"
 
@@ -103,3 +105,14 @@ def test_a_tenant_s_thousands_of_marks_delay_no_relocation_elsewhere() -> None:
     assert any(path.endswith("/eviction") for _, path, _ in relocation)
     assert clock.waited == 0.0  # not one token of the relocation's was waited for
     assert unmarked(server, "team-x", before) <= 10
+
+
+def test_makeroom_cleanup_takes_no_turns_it_removes_every_mark_at_once() -> None:
+    """Before an uninstall nothing can wait for a later round: every mark goes in the one pass."""
+    server = cluster_objects()
+    marked(server, "team-x", 40)
+    clock = Clock()
+    api = Api(server, RateLimiter(20.0, 30, clock, clock.sleep), sleep=clock.sleep)
+    result = clean_up(api, CleanupOptions(records_namespace=MINE, lease_namespace=MINE), sleep=clock.sleep)
+    assert unmarked(server, "team-x", 0) == 40
+    assert result.passes == 2  # one that removed them all, one that found nothing left

@@ -87,9 +87,7 @@ class RateLimiter:
         if self.qps <= 0:
             return 0.0
         with self._lock:
-            now = self.clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-            self._at = now
+            self._refill()
             self._tokens -= 1.0
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if wait > 0:
@@ -101,13 +99,16 @@ class RateLimiter:
         if self.qps <= 0:
             return True
         with self._lock:
-            now = self.clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-            self._at = now
+            self._refill()
             if self._tokens - 1.0 < keep:
                 return False
             self._tokens -= 1.0
             return True
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+        self._at = now
 
     def give_back(self) -> None:
         """Return a token taken with ``try_acquire`` and not used."""
