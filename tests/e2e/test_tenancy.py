@@ -838,7 +838,7 @@ def test_a_tenant_s_own_pods_neither_get_others_evicted_nor_block_room_making(
         ).start()
         try:
             cp.wait_for(lambda: bool(mr.messages("watch cache synced")), 60, "makeroom synced")
-            # On the namespace's turns: gone after 25 s, many rounds with the futile pods waiting.
+            # On the namespace's turns: gone after 25 s or more, many rounds with the futile pods waiting.
             cp.wait_for(lambda: not marks_left(), 90, "the tenant's marks removed")
             # More rounds with the futile pods waiting (the previous controller removed every mark
             # first, in a round of 8 s here, and started evicting for them only then).
