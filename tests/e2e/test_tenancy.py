@@ -884,8 +884,11 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
       retried until the 900 s deadline, text-generator held nominated and the autoscaler kept away;
     - with one budget, pods that never finish terminating (a finalizer of its own) held the
       relocation, text-generator nominated, until the deadline.
-    Now: the Job's pod and a workload under two budgets are never chosen; a victim still terminating
-    30 s past its grace period ends the relocation, the nomination and the scale-up delay released."""
+    Also its StatefulSet's pod, bound to a local PersistentVolume on the GPU node (which the controller
+    before issue 20 evicted to where it can never run; shown on the controller only).
+    Now: the Job's pod, the StatefulSet's pod and a workload under two budgets are never chosen; a
+    victim still terminating 30 s past its grace period ends the relocation, the nomination and the
+    scale-up delay released."""
     from kubernetes import client
 
     scenario, groups = quiet_seed(tmp_path)
@@ -927,7 +930,7 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
                     "spec": {"maxUnavailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
                 },
             )
-        job_pod = pod_body("x", one_cpu, spec={"restartPolicy": "Never"})
+        job_pod = pod_body("x", {"cpu": "900m", "memory": "1Gi"}, spec={"restartPolicy": "Never"})
         t_batch.create_namespaced_job(
             team_b,
             {
@@ -948,6 +951,60 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
             },
         )
 
+        # its StatefulSet's pod, on a local volume on gpu-0 (the admin's PV, pre-bound to the claim)
+        volume = f"{team_b}-data"
+        cp.core.create_persistent_volume(
+            {
+                "metadata": {"name": volume},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "local",
+                    "local": {"path": "/mnt/data"},
+                    "claimRef": {"namespace": team_b, "name": "data-store-0"},
+                    "nodeAffinity": {
+                        "required": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "kubernetes.io/hostname",
+                                            "operator": "In",
+                                            "values": ["gpu-0"],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    },
+                },
+            }
+        )
+        store = pod_body("x", {"cpu": "100m", "memory": "128Mi"}, spec={"terminationGracePeriodSeconds": 1})
+        store["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        t_apps.create_namespaced_stateful_set(
+            team_b,
+            {
+                "metadata": {"name": "store"},
+                "spec": {
+                    "replicas": 1,
+                    "serviceName": "store",
+                    "selector": {"matchLabels": {"app": "store"}},
+                    "template": {"metadata": {"labels": {"app": "store"}}, "spec": store["spec"]},
+                    "volumeClaimTemplates": [
+                        {
+                            "metadata": {"name": "data"},
+                            "spec": {
+                                "accessModes": ["ReadWriteOnce"],
+                                "storageClassName": "local",
+                                "resources": {"requests": {"storage": "1Gi"}},
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+
         def tenant_pods() -> dict[str, Any]:
             return {p.metadata.name: p for p in cp.core.list_namespaced_pod(team_b).items}
 
@@ -964,7 +1021,7 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
 
         mr = None
         try:
-            cp.wait_for(lambda: running_on_gpu() == 3, 60, "the tenant's 3 pods running on gpu-0")
+            cp.wait_for(lambda: running_on_gpu() == 4, 60, "the tenant's 4 pods running on gpu-0")
             cp.core.patch_node("cpu-0", {"spec": {"unschedulable": False}})
             first = set(tenant_pods())
             mr = Makeroom(
@@ -1013,6 +1070,8 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
             )
             (batch_pod,) = [p for n, p in tenant_pods().items() if n.startswith("batch-")]
             assert batch_pod.status.phase == "Running" and batch_pod.metadata.deletion_timestamp is None
+            kept = tenant_pods()["store-0"]
+            assert (kept.spec.node_name, kept.metadata.deletion_timestamp) == ("gpu-0", None)
             evicted = {
                 str(d.get("object"))
                 for d in mr.lines()
@@ -1028,3 +1087,5 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
             ls.stop()
             if mr is not None:
                 mr.stop()
+            with contextlib.suppress(client.ApiException):
+                cp.core.delete_persistent_volume(volume)
