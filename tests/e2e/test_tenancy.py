@@ -1089,3 +1089,83 @@ def test_a_tenant_s_own_victims_neither_hold_makeroom_nor_lose_work(cp: ControlP
                 mr.stop()
             with contextlib.suppress(client.ApiException):
                 cp.core.delete_persistent_volume(volume)
+
+
+def test_a_pod_out_of_scope_neither_halts_nor_aborts_consolidation(cp: ControlPlane, tmp_path: Path) -> None:
+    """Issue 20, scope is scope. Room is made for team-a only (`scope.roomFor.namespaceSelector`); the GPU
+    node may go (its group's minimum 0), its five iris replicas fitting on the CPU node. Before (on the
+    controller, `test_consolidation_gives_way_only_to_waiting_pods_makeroom_may_help`): one
+    never-schedulable priority-0 pod of another tenant halted consolidation cluster-wide, and one
+    created mid-way stopped a consolidation under way. Now: the GPU node is emptied for the autoscaler
+    with both in place. On the same install, makeroom's record store under its own account: the
+    Cooldowns of `default/<team-a>.iris-classifier` and `<team-a>/iris-classifier` both stay (before,
+    one name: writing one erased the other)."""
+    from kubernetes import client
+
+    from makeroom.controller.records import Cooldown
+    from makeroom.kube.cache import Cache
+    from makeroom.kube.client import ConnectOptions, connect
+    from makeroom.kube.cluster import KubeCluster
+
+    scenario, groups = quiet_seed(tmp_path)
+    for path, key in ((scenario, "node_groups"), (groups, "groups")):
+        data = yaml.safe_load(path.read_text())
+        next(g for g in data[key] if g["name"] == "gpu")["min"] = 0
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    team_a = f"team-a-{uuid.uuid4().hex[:5]}"
+    with installed_chart(
+        cp, {"scope": {"roomFor": {"namespaceSelector": f"kubernetes.io/metadata.name={team_a}"}}}
+    ) as inst:
+        # the store first (no controller running): two workloads whose names once collided
+        api, _ = connect(ConnectOptions(kubeconfig=str(cp.kubeconfig), impersonate=inst.user))
+        store = KubeCluster(api, Cache(api), records_namespace=inst.namespace)
+        keys = (f"{team_a}.iris-classifier", f"{team_a}/iris-classifier")  # the first in `default`
+        for key in keys:
+            store.save_record(Cooldown(workload=key, pods=[], until=time.time() + 3600))
+        cooldowns = sorted(records(cp, inst.namespace, ("cooldowns",)))
+        assert cooldowns == [
+            f"cooldowns/default.{team_a}.iris-classifier",
+            f"cooldowns/{team_a}.iris-classifier",
+        ]
+        assert sorted(store.records().cooldowns) == sorted(keys)
+        for key in keys:
+            store.delete_record(Cooldown.kind, key)
+        api.close()
+
+        ls = cp.load_scenario(
+            scenario, strategy="migrate", time_scale=0.1, namespace=team_a, autoscaler=False
+        )
+        team_b = f"team-b-{uuid.uuid4().hex[:5]}"
+        t_core: Any = client.CoreV1Api(tenant(cp, team_b, "tenant-b"))
+
+        def never(name: str) -> None:
+            t_core.create_namespaced_pod(team_b, pod_body(name, {"cpu": "64"}))
+            cp.wait_for(
+                lambda: any(
+                    c.reason == "Unschedulable"
+                    for c in cp.core.read_namespaced_pod(name, team_b).status.conditions or []
+                ),
+                30,
+                f"{name} unschedulable",
+            )
+
+        never("never")
+        mr = Makeroom(
+            run_args(cp, inst, groups, strategy="migrate", identity="solo"), tmp_path / "run.log"
+        ).start()
+        try:
+            cp.wait_for(lambda: bool(mr.messages("consolidation started")), 90, "a consolidation started")
+            never("never-2")
+            cp.wait_for(
+                lambda: sorted(p.spec.node_name for p in ls.ready_pods("iris-classifier")) == ["cpu-0"] * 10,
+                120,
+                "every iris replica Ready on cpu-0",
+            )
+            time.sleep(3)  # rounds with the GPU node empty and both pods waiting
+        finally:
+            ls.stop()
+            mr.stop()
+        (started,) = mr.messages("consolidation started")
+        assert started["node"] == "gpu-0", started
+        assert mr.messages("consolidation stopped") == [], mr.tail()
+        assert records(cp, inst.namespace, ("consolidations",)) == ["consolidations/gpu-0"]
