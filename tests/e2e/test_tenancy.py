@@ -1169,3 +1169,64 @@ def test_a_pod_out_of_scope_neither_halts_nor_aborts_consolidation(cp: ControlPl
         assert started["node"] == "gpu-0", started
         assert mr.messages("consolidation stopped") == [], mr.tail()
         assert records(cp, inst.namespace, ("consolidations",)) == ["consolidations/gpu-0"]
+
+
+def test_a_namespace_makeroom_has_not_seen_yet_is_out_of_scope(cp: ControlPlane, tmp_path: Path) -> None:
+    """Issue 20, scope is scope: room is made for namespaces `tier notin (untrusted)`. A namespace
+    labelled `tier=untrusted` whose pods makeroom sees before the namespace itself (its watch of
+    namespaces held by a proxy: the race of two watches, on demand) was judged by its name alone, so
+    in scope. Now: out of scope until its labels are seen, then out for good; nobody moves for its
+    GPU pod at text-generator's priority."""
+    from kubernetes import client
+    from makeroom_e2e.faults import FaultProxy
+
+    scenario, groups = quiet_seed(tmp_path)
+    team_a = f"team-a-{uuid.uuid4().hex[:5]}"
+    values = {"scope": {"roomFor": {"namespaceSelector": "tier notin (untrusted)"}}}
+    with installed_chart(cp, values) as inst, FaultProxy(cp) as proxy:
+        ls = cp.load_scenario(
+            scenario, strategy="migrate", time_scale=0.1, namespace=team_a, autoscaler=False
+        )
+        iris = sorted(p.metadata.name for p in ls.workload_pods("iris-classifier"))
+        args = run_args(cp, inst, groups, strategy="migrate", identity="solo")
+        args[args.index("--kubeconfig") + 1] = str(proxy.kubeconfig(tmp_path / "kubeconfig"))
+        held = proxy.hold_next("GET", r"^/api/v1/namespaces$", watch=True)
+        mr = Makeroom(args, tmp_path / "run.log").start()
+        team_c = f"team-c-{uuid.uuid4().hex[:5]}"
+        try:
+            cp.wait_for(lambda: bool(mr.messages("watch cache synced")), 60, "makeroom synced")
+            assert held.holding.wait(30), "makeroom's watch of namespaces held"
+            cp.core.create_namespace(
+                {"metadata": {"name": team_c, "labels": {"makeroom.io/e2e": "true", "tier": "untrusted"}}}
+            )
+            t_core: Any = client.CoreV1Api(tenant(cp, team_c, "tenant-c"))
+            t_core.create_namespaced_pod(
+                team_c, pod_body("intruder", GPU_POD, spec={"priorityClassName": f"{team_a}-text-generator"})
+            )
+            cp.wait_for(
+                lambda: any(
+                    c.reason == "Unschedulable"
+                    for c in cp.core.read_namespaced_pod("intruder", team_c).status.conditions or []
+                ),
+                30,
+                "the intruder unschedulable",
+            )
+            time.sleep(6)  # rounds with the intruder waiting and its namespace unseen
+
+            def after() -> dict[str, Any]:
+                return {
+                    "started": [d["pod"] for d in mr.messages("relocation started")],
+                    "iris": sorted(p.metadata.name for p in ls.workload_pods("iris-classifier")),
+                    "nominated": cp.core.read_namespaced_pod("intruder", team_c).status.nominated_node_name,
+                }
+
+            unseen = after()
+            held.release.set()
+            time.sleep(6)  # rounds with its labels seen
+            seen = after()
+        finally:
+            held.release.set()
+            ls.stop()
+            mr.stop()
+        nothing = {"started": [], "iris": iris, "nominated": None}
+        assert (unseen, seen) == (nothing, nothing), mr.tail()
