@@ -107,6 +107,12 @@ def relocation_body(namespace: str, pod: str, victim: str) -> dict[str, Any]:
     }
 
 
+def unschedulable(cp: ControlPlane, namespace: str, name: str) -> bool:
+    """kube-scheduler tried the pod and found no node for it."""
+    p = cp.core.read_namespaced_pod(name, namespace)
+    return any(c.reason == "Unschedulable" for c in p.status.conditions or [])
+
+
 def pod_body(name: str, requests: dict[str, str], **extra: Any) -> dict[str, Any]:
     limits = {k: v for k, v in requests.items() if "/" in k}
     spec = {
@@ -564,13 +570,7 @@ def test_a_tenant_cannot_steer_or_halt_makeroom(cp: ControlPlane, tmp_path: Path
         refused = {what: status_of(call) for what, call in writes.items()}
         assert refused == {what: 403 for what in writes}, refused
         cp.wait_for(
-            lambda: any(
-                c.reason == "Unschedulable"
-                for p in [cp.core.read_namespaced_pod("greedy", team_b)]
-                for c in p.status.conditions or []
-            ),
-            30,
-            "the tenant's high-priority pod unschedulable",
+            lambda: unschedulable(cp, team_b, "greedy"), 30, "the tenant's high-priority pod unschedulable"
         )
         high_water = Watch(cp, team_a, team_b)
         mr = Makeroom(
@@ -819,11 +819,9 @@ def test_a_tenant_s_own_pods_neither_get_others_evicted_nor_block_room_making(
                 ),
             )
 
-        def unschedulable(name: str) -> bool:
-            p = cp.core.read_namespaced_pod(name, team_b)
-            return any(c.reason == "Unschedulable" for c in p.status.conditions or [])
-
-        cp.wait_for(lambda: all(unschedulable(n) for n in futile), 60, "the futile pods unschedulable")
+        cp.wait_for(
+            lambda: all(unschedulable(cp, team_b, n) for n in futile), 60, "the futile pods unschedulable"
+        )
         iris = sorted(p.metadata.name for p in ls.workload_pods("iris-classifier"))
 
         def marks_left() -> list[str]:
@@ -1140,14 +1138,7 @@ def test_a_pod_out_of_scope_neither_halts_nor_aborts_consolidation(cp: ControlPl
 
         def never(name: str) -> None:
             t_core.create_namespaced_pod(team_b, pod_body(name, {"cpu": "64"}))
-            cp.wait_for(
-                lambda: any(
-                    c.reason == "Unschedulable"
-                    for c in cp.core.read_namespaced_pod(name, team_b).status.conditions or []
-                ),
-                30,
-                f"{name} unschedulable",
-            )
+            cp.wait_for(lambda: unschedulable(cp, team_b, name), 30, f"{name} unschedulable")
 
         never("never")
         mr = Makeroom(
@@ -1203,14 +1194,7 @@ def test_a_namespace_makeroom_has_not_seen_yet_is_out_of_scope(cp: ControlPlane,
             t_core.create_namespaced_pod(
                 team_c, pod_body("intruder", GPU_POD, spec={"priorityClassName": f"{team_a}-text-generator"})
             )
-            cp.wait_for(
-                lambda: any(
-                    c.reason == "Unschedulable"
-                    for c in cp.core.read_namespaced_pod("intruder", team_c).status.conditions or []
-                ),
-                30,
-                "the intruder unschedulable",
-            )
+            cp.wait_for(lambda: unschedulable(cp, team_c, "intruder"), 30, "the intruder unschedulable")
             time.sleep(6)  # rounds with the intruder waiting and its namespace unseen
 
             def after() -> dict[str, Any]:
