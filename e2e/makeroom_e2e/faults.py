@@ -121,6 +121,8 @@ class Hold:
 
     method: str
     path: re.Pattern[str]
+    watch: bool | None = None
+    """Only a watch (True), only a plain request (False), or either (None)."""
     holding: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     taken: bool = False
@@ -190,10 +192,10 @@ class FaultProxy:
         path.chmod(0o600)
         return path
 
-    def hold_next(self, method: str, path: str) -> Hold:
-        """The next ``method`` request whose path matches ``path`` is held (its ``holding`` set)
-        until ``release`` is set; then passed on."""
-        self.hold = Hold(method, re.compile(path))
+    def hold_next(self, method: str, path: str, watch: bool | None = None) -> Hold:
+        """The next ``method`` request whose path matches ``path`` (and is a watch or not, as
+        ``watch`` says) is held (its ``holding`` set) until ``release`` is set; then passed on."""
+        self.hold = Hold(method, re.compile(path), watch)
         return self.hold
 
     # --- one request ------------------------------------------------------------------------------
@@ -204,7 +206,13 @@ class FaultProxy:
         split = urlsplit(path)
         watch = "watch=true" in split.query or "watch=1" in split.query
         hold = self.hold
-        if hold is not None and not hold.taken and method == hold.method and hold.path.search(split.path):
+        if (
+            hold is not None
+            and not hold.taken
+            and method == hold.method
+            and hold.path.search(split.path)
+            and hold.watch in (None, watch)
+        ):
             hold.taken = True
             hold.holding.set()
             hold.release.wait(120)

@@ -97,6 +97,9 @@ class FakeCluster:
         self.calls.append(("annotate", pod))
         _apply(self._pod(pod).annotations, changes)
 
+    def may_tidy(self, namespace: str) -> bool:
+        return True
+
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         self.calls.append(("tolerate", pod))
         target = self._pod(pod)

@@ -69,6 +69,9 @@ class CrashingPort:
         self._step()
         self.inner.annotate_pod(pod, changes)
 
+    def may_tidy(self, namespace: str) -> bool:
+        return self.inner.may_tidy(namespace)
+
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         self._step()
         self.inner.add_toleration(pod, toleration)

@@ -8,7 +8,6 @@ import copy
 import json
 import socket
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from makeroom.kube.metrics import HealthServer, Metrics, MetricsAuth
 from makeroom.kube.slim import Interner, slim_pod
 from makeroom.model import static_fit
 from makeroom.snapshot import state_from_objects
+from tests.builders.http import scrape
 from tests.builders.kube import NS, node, pod, pod_path
 from tests.kube.test_store import GROUPS, cluster_objects, kube
 
@@ -138,16 +138,6 @@ class Reviews(Transport):
 
     def stream(self, path: str, timeout: float) -> tuple[int, Iterator[bytes], Callable[[], None]]:
         raise NotImplementedError
-
-
-def scrape(port: int, token: str | None) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics")
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        return int(urllib.request.urlopen(request, timeout=5).status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
 
 
 def test_metrics_need_a_token_the_api_server_lets_read_them() -> None:

@@ -84,6 +84,12 @@ class Cluster(Protocol):
         """Merge-patch metadata.annotations: a None value removes the key."""
         ...
 
+    def may_tidy(self, namespace: str) -> bool:
+        """Whether a write that can wait for a later round (removing a mark no record explains) may be
+        sent on an object of ``namespace`` now. Never waits: each namespace gets its turns, from what
+        the writes that cannot wait leave, so one tenant's objects hold back nobody else's."""
+        ...
+
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         """Tolerations may be added to a running pod (never removed): Kubernetes allows only that."""
         ...

@@ -398,10 +398,13 @@ class Steps:
     ) -> None:
         """Victim marks that no record explains (a controller died between two actions, or a tenant
         wrote them): removed, at most ``limit`` a call, taken in turn from each namespace so that one
-        tenant's thousands of marks neither take the whole round nor hold back another's."""
+        tenant's thousands of marks neither take the whole round nor hold back another's; with a
+        ``limit`` (a round's), each only on its namespace's turn (``may_tidy``), else in a later round.
+        Without one (``makeroom cleanup``, before an uninstall), all of them now."""
         orphans = [p for p in marked if p.annotations.get(VICTIM_OF) not in live and not p.terminating]
         for p in fair_share(orphans, limit):
-            self.unmark(p)
+            if limit is None or self.cluster.may_tidy(p.namespace):
+                self.unmark(p)
 
     # --- the cooldown ------------------------------------------------------------------------------
     def see(self, records: Records) -> None:

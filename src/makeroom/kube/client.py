@@ -77,7 +77,7 @@ class RateLimiter:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.qps, self.burst = qps, max(1, burst)
-        self._clock, self._sleep = clock, sleep
+        self.clock, self._sleep = clock, sleep
         self._tokens = float(self.burst)
         self._at = clock()
         self._lock = threading.Lock()
@@ -87,14 +87,69 @@ class RateLimiter:
         if self.qps <= 0:
             return 0.0
         with self._lock:
-            now = self._clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
-            self._at = now
+            self._refill()
             self._tokens -= 1.0
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if wait > 0:
             self._sleep(wait)
         return wait
+
+    def try_acquire(self, keep: float = 0.0) -> bool:
+        """Take one token only if ``keep`` would still be left after it; never waits."""
+        if self.qps <= 0:
+            return True
+        with self._lock:
+            self._refill()
+            if self._tokens - 1.0 < keep:
+                return False
+            self._tokens -= 1.0
+            return True
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+        self._at = now
+
+    def give_back(self) -> None:
+        """Return a token taken with ``try_acquire`` and not used."""
+        with self._lock:
+            self._tokens = min(float(self.burst), self._tokens + 1.0)
+
+
+class NamespaceShares:
+    """Turns by namespace for the writes that can wait for a later round (removing marks no record
+    explains, which a tenant can multiply on its own pods): each namespace has its own small token
+    bucket, and a turn is also taken from the shared limiter only while ``keep`` of its tokens stay
+    for the writes that cannot wait (room-making). So one namespace's thousands of objects take at
+    most its own share, never another namespace's, and never the shared rate limit itself. A turn is
+    refused at once, never waited for: what is refused is done in a later round."""
+
+    def __init__(
+        self,
+        shared: RateLimiter,
+        qps: float | None = None,
+        burst: int = 10,
+        keep: float | None = None,
+    ) -> None:
+        self.shared = shared
+        self.qps = shared.qps / 10 if qps is None else qps
+        self.burst = burst
+        self.keep = shared.burst / 2 if keep is None else keep
+        self._buckets: dict[str, RateLimiter] = {}
+
+    def take(self, namespace: str) -> bool:
+        """A write on an object of ``namespace`` that can wait: True when it may be sent now."""
+        if self.shared.qps <= 0:
+            return True
+        bucket = self._buckets.get(namespace)
+        if bucket is None:
+            bucket = self._buckets[namespace] = RateLimiter(self.qps, self.burst, self.shared.clock)
+        if not bucket.try_acquire():
+            return False
+        if not self.shared.try_acquire(self.keep):
+            bucket.give_back()
+            return False
+        return True
 
 
 def _message(status: int, body: str, fallback: str) -> str:

@@ -43,7 +43,7 @@ from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
-from makeroom.kube.client import Api, Fence, KubeError, NotLeaderError, path_of
+from makeroom.kube.client import Api, Fence, KubeError, NamespaceShares, NotLeaderError, path_of
 from makeroom.kube.options import NominationMode
 from makeroom.model import Taint, Toleration
 from makeroom.model.objects import RESERVED_FOR
@@ -131,6 +131,8 @@ class KubeCluster:
         self.api = api
         self.writer = api if fence is None else api.fenced(fence)
         """Writes go through the fenced client: each HTTP attempt only while the lease holds."""
+        self.shares = NamespaceShares(api.limiter)
+        """Turns by namespace for what can wait (docs/kube.md, "Rate limit")."""
         self.cache = cache
         self.identity = identity
         self.records_namespace = records_namespace
@@ -338,6 +340,9 @@ class KubeCluster:
         self._guard("annotate", pod, {"changes": dict(changes)})
         ns, name = split_key(pod)
         self.writer.patch(path_of(ns, name, "pods"), {"metadata": {"annotations": dict(changes)}})
+
+    def may_tidy(self, namespace: str) -> bool:
+        return self.shares.take(namespace)
 
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         self._guard("tolerate", pod, {"toleration": toleration_dict(toleration)})

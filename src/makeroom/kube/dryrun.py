@@ -72,6 +72,9 @@ class DryRunCluster:
     def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
         self._note("annotate", pod, changes=dict(changes))
 
+    def may_tidy(self, namespace: str) -> bool:
+        return True  # nothing is sent: every write it would make is reported
+
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         self._note("tolerate", pod, key=toleration.key, value=toleration.value, effect=toleration.effect)
 

@@ -107,6 +107,9 @@ class SimCluster:
     def annotate_pod(self, pod: str, changes: Mapping[str, str | None]) -> None:
         _apply(self._pod(pod).annotations, changes)
 
+    def may_tidy(self, namespace: str) -> bool:
+        return True  # the simulated API server has no rate limit
+
     def add_toleration(self, pod: str, toleration: Toleration) -> None:
         target = self._pod(pod)
         if toleration not in target.spec.tolerations:
