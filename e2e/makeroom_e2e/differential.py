@@ -160,10 +160,13 @@ def run_batch(
         )
         cp.wait_for(lambda: _claims_bound(core, claims), 60, f"{len(claims)} claims Bound")
         seconds["ready"] = time.monotonic() - t - seconds["create"]
+        t_existing = time.monotonic()
         _parallel(lambda o: _create(core, o), [p for c in cases for p in c.existing])
+        seconds["existing"] = time.monotonic() - t_existing
         objects = read_all(core)
         on_snapshot()
         t_pods = time.monotonic()
+        seconds["read"] = t_pods - t_existing - seconds["existing"]
         made = _parallel(lambda o: _create(core, o), [c.pod for c in cases])
         created = {c.name: m for c, m in zip(cases, made, strict=True)}
         decided: dict[str, str | None] = {}

@@ -113,11 +113,17 @@ def test_makeroom_and_the_checker_agree_with_kube_scheduler(cp: ControlPlane, tm
         batch = generated[start : start + BATCH]
         snapshot: list[Obj] = []
         observed = run_batch(cp, batch, on_snapshot=partial(_makeroom_snapshot, cp, snapshot))
+        t = time.monotonic()
         checker = _checker_verdicts(observed)
+        phases["checker"] += time.monotonic() - t
+        t = time.monotonic()
         makeroom = _makeroom_verdicts(snapshot, observed.created)
+        phases["makeroom"] += time.monotonic() - t
         rows += [Row(c, observed.bound_to[c.name], checker[c.name], makeroom[c.name]) for c in batch]
         phases.update(observed.seconds)
+        t = time.monotonic()
         delete_batch(cp)
+        phases["delete"] += time.monotonic() - t
     elapsed = time.monotonic() - started
     bound = sum(1 for r in rows if r.kube is not None)
     print(
