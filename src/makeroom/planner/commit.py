@@ -3,6 +3,11 @@ why. Whatever search made the draft, the explanations are written here, the same
 
 from __future__ import annotations
 
+import numpy as np
+
+from makeroom.model.fit import label_fit
+from makeroom.model.objects import ZONE_LABEL, Pod, PodSpec
+from makeroom.model.scheduling import unzoned_groups, zone_bound
 from makeroom.planner.context import Context
 from makeroom.planner.options import Decision, Draft, NewNode
 from makeroom.planner.types import (
@@ -12,7 +17,11 @@ from makeroom.planner.types import (
     Plan,
     PlanStats,
     Unplaceable,
+    UnplaceableReason,
 )
+
+# Reasons that say all there is: the pod is not planned for at all, or the search stopped short.
+_FINAL = (UnplaceableReason.RELOCATION_OFF, UnplaceableReason.MOVE_LIMIT, UnplaceableReason.EXACT_LIMIT)
 
 
 def render(ctx: Context, draft: Draft, pending: int) -> Plan:
@@ -20,10 +29,15 @@ def render(ctx: Context, draft: Draft, pending: int) -> Plan:
     moves: list[Move] = []
     unplaceable: list[Unplaceable] = []
     seen: set[int] = set()  # new nodes some earlier decision put a pod on
+    unzoned = unzoned_groups(ctx.view.state) if any(d.reason is None for d in draft.decisions) else {}
     for d in draft.decisions:
         if d.reason is None:
             assert d.unplaceable is not None
-            unplaceable.append(Unplaceable(d.pod, d.unplaceable, d.blocked))
+            why = _unknown_zone(ctx, d.pod, unzoned) if unzoned and d.unplaceable not in _FINAL else None
+            if why is not None:
+                unplaceable.append(Unplaceable(d.pod, UnplaceableReason.ZONE_UNKNOWN, why))
+            else:
+                unplaceable.append(Unplaceable(d.pod, d.unplaceable, d.blocked))
         elif d.reason is PlacementReason.RELOCATION:
             placements.append(_relocation(ctx, draft, d, seen, moves))
         else:
@@ -118,3 +132,42 @@ def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: 
 
 def _price(ctx: Context, nn: NewNode) -> float:
     return ctx.price(nn.group) if nn.price is None else nn.price
+
+
+def _unknown_zone(ctx: Context, pod: Pod, unzoned: dict[str, tuple[str, ...]]) -> str | None:
+    """Why the pod waits on a new node whose zone nobody knows: its own constraint by zone, or that of
+    a lower-priority pod on a node it may use, which a new node of an unzoned group could take but for
+    its zone; None when no such node is involved."""
+    view = ctx.view
+
+    def group_for(spec: PodSpec) -> str | None:
+        for name in unzoned:
+            g = view.state.groups[name]
+            if (
+                view.can_grow(name)
+                and label_fit(spec, g.node_labels(), g.taints) is None
+                and bool(np.all(view.template(name) >= view.state.requests_of(spec)))
+            ):
+                return name
+        return None
+
+    def say(who: str, constraint: str, group: str) -> str:
+        zones = ", ".join(unzoned[group])
+        return (
+            f"{who}{constraint} needs a new {group} node, whose zone is unknown: the group's nodes are in "
+            f"zones {zones} and its template gives no {ZONE_LABEL}"
+        )
+
+    own = zone_bound(pod.spec)
+    if own is not None and (group := group_for(pod.spec)) is not None:
+        return say("", own, group)
+    checked: set[int] = set()
+    for slot in np.flatnonzero(view.static(pod.spec)):
+        for other in view.state.pods_on.get(view.name(int(slot)), {}).values():
+            if other.priority >= pod.priority or id(other.spec) in checked:
+                continue
+            checked.add(id(other.spec))
+            theirs = zone_bound(other.spec)
+            if theirs is not None and (group := group_for(other.spec)) is not None:
+                return say(f"{other.name} (which would move for it): ", theirs, group)
+    return None

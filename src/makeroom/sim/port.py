@@ -34,6 +34,7 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.CONSOLIDATED: GENERIC_KIND,
     Reason.CONSOLIDATION_STOPPED: GENERIC_KIND,
     Reason.CONSOLIDATION_UNPRICED: GENERIC_KIND,  # emitted only by `makeroom run`
+    Reason.ZONE_UNKNOWN: GENERIC_KIND,  # never in a scenario: its groups' zones are always known
 }
 """Each Event reason of the controller as a ``kind`` of the result's timeline (and of the pictures)."""
 

@@ -1,0 +1,67 @@
+"""A group whose nodes are in several zones and whose template gives a new node none: a plan that
+needs such a node under a constraint by zone is not made, and `makeroom plan` says which constraint
+needs it and that the zone is unknown (issue 19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from makeroom.model import ZONE_LABEL
+from tests.builders.kube import node, pod
+from tests.conftest import cli, cli_json
+
+SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": ZONE_LABEL,
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+
+
+def dump(tmp_path: Path, spread: bool = True) -> Path:
+    nodes = [node("cpu-0"), node("cpu-1")]
+    for n, zone in zip(nodes, ("a", "b"), strict=True):
+        n["metadata"]["labels"][ZONE_LABEL] = zone
+    # Full nodes whose pods are not lower in priority than the waiting one: nothing may move for it.
+    full = [pod(f"busy-{i}", f"cpu-{i}", cpu="3500m", priority=1000) for i in range(2)]
+    waiting = pod("web-new", None, cpu="1", priority=1000)
+    if spread:
+        waiting["spec"]["topologySpreadConstraints"] = [SPREAD]
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*nodes, *full, waiting]}))
+    return path
+
+
+def groups(tmp_path: Path, **extra: Any) -> Path:
+    path = tmp_path / "groups.yaml"
+    group = {"name": "cpu", "min": 2, "max": 5, "price_per_hour": 0.1, **extra}
+    path.write_text(yaml.safe_dump({"groups": [group]}))
+    return path
+
+
+def test_plan_names_the_constraint_and_the_missing_zone(tmp_path: Path) -> None:
+    plan = cli_json("plan", dump(tmp_path), "--groups", groups(tmp_path))
+    (blocked,) = plan["unplaceable"]
+    assert blocked["reason"] == "zone-unknown"
+    assert blocked["blocked_by"] == (
+        f"topology spread on {ZONE_LABEL}, maxSkew 1 needs a new cpu node, whose zone is unknown: "
+        f"the group's nodes are in zones a, b and its template gives no {ZONE_LABEL}"
+    )
+    table = cli("plan", dump(tmp_path), "--groups", groups(tmp_path))
+    assert "whose zone is unknown" in table.stdout
+
+
+def test_a_template_with_a_zone_gives_the_pod_its_new_node(tmp_path: Path) -> None:
+    zoned = groups(tmp_path, labels={ZONE_LABEL: "a"})
+    plan = cli_json("plan", dump(tmp_path), "--groups", zoned)
+    assert plan["unplaceable"] == []
+    assert [p["new_node_group"] for p in plan["placements"]] == ["cpu"]
+
+
+def test_a_pod_without_a_constraint_by_zone_gets_the_new_node_anyway(tmp_path: Path) -> None:
+    plan = cli_json("plan", dump(tmp_path, spread=False), "--groups", groups(tmp_path))
+    assert plan["unplaceable"] == []
+    assert [p["new_node_group"] for p in plan["placements"]] == ["cpu"]
