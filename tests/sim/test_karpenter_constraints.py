@@ -121,3 +121,18 @@ def test_a_replica_karpenter_cannot_place_by_its_constraints_gets_no_node() -> N
     assert len(launched(sim)) == 2
     assert result.workloads["api"].ready_at_end == 2
     assert kinds(result, "no_scale_up")
+
+
+def test_consolidation_does_not_pack_replicas_that_must_stay_apart() -> None:
+    """The same cluster as test_multi_node_consolidation_takes_several_nodes_at_once, where two of the
+    three nodes go: with one replica per node required, no node may go (the scheduler would leave the
+    moved replicas pending)."""
+    budgets = {"budgets": [{"nodes": "100%"}]}
+    s = scenario(
+        [pool("p", itype("m", "4", 0.2), initial=3, max=3, disruption=budgets)],
+        [workload("api", 3, cpu="1", anti_affinity=[ON_HOST], placement={"p-0": 1, "p-1": 1, "p-2": 1})],
+        autoscaler=KARPENTER,
+    )
+    _, result = run(s)
+    assert kinds(result, "scale_down") == []
+    assert result.workloads["api"].ready_at_end == 3
