@@ -347,6 +347,9 @@ def node_manifest(
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
+        # A kubelet still sets the beta twins; without them the node controller patches them in.
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
         "type": "kwok",
         GROUP_LABEL: group,
         E2E_LABEL: "true",
@@ -526,6 +529,8 @@ def _start_controller_manager(cp: ControlPlane) -> None:
             "--node-monitor-grace-period=40s",
             "--concurrent-deployment-syncs=10",
             "--concurrent-replicaset-syncs=10",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
             "--profiling=false",
             *args,
         ],

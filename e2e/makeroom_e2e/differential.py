@@ -160,10 +160,13 @@ def run_batch(
         )
         cp.wait_for(lambda: _claims_bound(core, claims), 60, f"{len(claims)} claims Bound")
         seconds["ready"] = time.monotonic() - t - seconds["create"]
+        t_existing = time.monotonic()
         _parallel(lambda o: _create(core, o), [p for c in cases for p in c.existing])
+        seconds["existing"] = time.monotonic() - t_existing
         objects = read_all(core)
         on_snapshot()
         t_pods = time.monotonic()
+        seconds["read"] = t_pods - t_existing - seconds["existing"]
         made = _parallel(lambda o: _create(core, o), [c.pod for c in cases])
         created = {c.name: m for c, m in zip(cases, made, strict=True)}
         decided: dict[str, str | None] = {}
@@ -193,11 +196,38 @@ def run_batch(
             api.close()
 
 
-def delete_batch(cp: ControlPlane) -> None:
-    """The batch's namespaces (and pods), nodes and volumes."""
+def delete_batch(cp: ControlPlane, timeout: float = 120.0) -> None:
+    """The batch's namespaces (their pods force-deleted: no kubelet confirms), nodes and volumes, many
+    calls at once: one call after another made the deletion the test's longest phase."""
     from kubernetes import client
 
-    cp.delete_e2e_objects()
-    for pv in cp.core.list_persistent_volume(label_selector=f"{E2E_LABEL}=true").items:
-        with contextlib.suppress(client.ApiException):
-            cp.core.delete_persistent_volume(pv.metadata.name)
+    api = _client(cp)
+    core: Any = client.CoreV1Api(api)
+    sel = f"{E2E_LABEL}=true"
+    try:
+        names = {n["metadata"]["name"] for n in _raw(core.list_namespace, "Namespace", label_selector=sel)}
+
+        def drop(name: str) -> None:
+            with contextlib.suppress(client.ApiException):
+                core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+            with contextlib.suppress(client.ApiException):
+                core.delete_namespace(name, grace_period_seconds=0)
+
+        with ThreadPoolExecutor(_THREADS) as pool:
+            list(pool.map(drop, sorted(names)))
+
+        def pods_gone() -> bool:
+            left = {p["metadata"]["namespace"] for p in _raw(core.list_pod_for_all_namespaces, "Pod")} & names
+            with ThreadPoolExecutor(_THREADS) as pool:
+                list(pool.map(drop, sorted(left)))
+            return not left
+
+        cp.wait_for(pods_gone, timeout, "pods of the batch's namespaces deleted")
+        core.delete_collection_node(label_selector=sel)
+        core.delete_collection_persistent_volume(label_selector=sel)
+        cp.wait_for(
+            lambda: not _raw(core.list_node, "Node", label_selector=sel), timeout, "the batch's nodes deleted"
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            api.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.conftest import cli
 from tests.conftest import cli_json as run_json
 
 
@@ -23,3 +24,15 @@ def test_bench_plan_quick_reports_every_figure() -> None:
     for name in ("default", "exact", "per_pod"):
         assert {"p50_s", "p99_s", "max_s"} <= set(mid[name])
     assert mid["default"]["equals_optimum"] <= mid["clusters"]
+
+
+def test_bench_plan_size_runs_only_the_sizes_named_without_the_mid_size_plans() -> None:
+    data = run_json("bench", "plan", "--quick", "--size", "100 nodes")
+    assert [row["size"]["name"] for row in data["sizes"]] == ["100 nodes, 3,000 pods"]
+    assert data["midsize"] is None
+
+
+def test_bench_plan_size_that_names_no_size_is_refused() -> None:
+    result = cli("bench", "plan", "--quick", "--size", "9,999 nodes")
+    assert result.exit_code == 2
+    assert "no cluster size's name holds '9,999 nodes'" in result.output

@@ -462,11 +462,15 @@ def _in_subprocess(size: Size | int) -> dict[str, Any]:
     return result
 
 
-def run_plan_bench(progress: Callable[[str], None] | None = None, quick: bool = False) -> dict[str, Any]:
+def run_plan_bench(
+    progress: Callable[[str], None] | None = None, quick: bool = False, only: str | None = None
+) -> dict[str, Any]:
+    """``only``: just the sizes whose name holds it, without the mid-size plans (None: every size)."""
     from makeroom.bench.sim import machine
 
     rows = []
-    for size in QUICK if quick else SIZES:
+    sizes = QUICK if quick else SIZES
+    for size in [s for s in sizes if only is None or only in s.name]:
         if progress is not None:
             progress(size.name)
         row = _in_subprocess(size)
@@ -482,9 +486,11 @@ def run_plan_bench(progress: Callable[[str], None] | None = None, quick: bool = 
                 "peak_memory": row["peak_mib"] <= GOALS["peak_mib"],
             }
         rows.append(row)
-    if progress is not None:
-        progress("mid-size joint plans")
-    mid = _in_subprocess(QUICK_MIDSIZE_SEEDS if quick else MIDSIZE_SEEDS)
+    mid: dict[str, Any] | None = None
+    if only is None:
+        if progress is not None:
+            progress("mid-size joint plans")
+        mid = _in_subprocess(QUICK_MIDSIZE_SEEDS if quick else MIDSIZE_SEEDS)
     return {
         "benchmark": "plan",
         "machine": machine(),

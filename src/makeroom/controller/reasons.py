@@ -45,6 +45,10 @@ class Reason(StrEnum):
     FELL_BACK_TO_EVICTION = "EvictedBeforeReplaced"
     """On a victim of a make-before-break move (migrate, consolidation): it was evicted, within its
     PodDisruptionBudget, before a replacement of its was Ready; the message says why (the Fallback)."""
+    ZONE_UNKNOWN = "NewNodeZoneUnknown"
+    """On a pending pod, once: a constraint by zone (its own, or a pod's that would move for it)
+    needs a new node of a group spread over several zones whose template gives no zone, so makeroom
+    moves nothing for it; the message names the constraint and the group."""
     CONSOLIDATING = "Consolidating"
     """On a costly node: makeroom starts moving its pods to cheaper nodes so the autoscaler can remove
     it, with the saving per hour."""
@@ -65,6 +69,7 @@ class Reason(StrEnum):
             Reason.FELL_BACK_TO_EVICTION,
             Reason.CONSOLIDATION_UNPRICED,
             Reason.CANNOT_HELP,
+            Reason.ZONE_UNKNOWN,
         )
 
 

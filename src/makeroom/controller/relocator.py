@@ -27,7 +27,7 @@ from makeroom.controller.validate import Action, Live, RefusedError
 from makeroom.model import SCALE_UP_DELAY, VICTIM_OF, Pod
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
-from makeroom.planner import Move, Placement, PlacementReason, Policy, plan
+from makeroom.planner import Move, Placement, PlacementReason, Plan, Policy, UnplaceableReason, plan
 from makeroom.planner.budgets import Budgets
 
 log = logging.getLogger("makeroom.controller")
@@ -58,10 +58,15 @@ class Relocations:
         self.futile: dict[str, str] = {}
         """Pending pods no relocation can help (pod key -> why): reported once, never planned for
         again while they exist. Kept in memory: a new leader tries each once more."""
+        self.zone_unknown: dict[str, str] = {}
+        """Pending pods a plan left waiting on a new node of unknown zone (pod key -> what blocks):
+        each said once while the pod and the reason last."""
 
     def forget_gone(self, state: ClusterState) -> None:
         for key in [k for k in self.futile if k not in state.pods]:
             del self.futile[key]
+        for key in [k for k in self.zone_unknown if k not in state.pods]:
+            del self.zone_unknown[key]
 
     @staticmethod
     def scan(
@@ -115,6 +120,7 @@ class Relocations:
         started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
         the_plan = plan(state, policy)
         self.s.report.relocation_plan_seconds = time.perf_counter() - started_at
+        self._say_zone_unknown(the_plan)
         moves: dict[str, list[Move]] = defaultdict(list)
         for move in the_plan.moves:
             moves[move.for_pod.key].append(move)
@@ -142,6 +148,21 @@ class Relocations:
             self._begin(state, placement, victims, scalable, now)
             started.append(pod.key)
         return started
+
+    def _say_zone_unknown(self, the_plan: Plan) -> None:
+        """A pod the plan leaves waiting because a new node's zone is unknown: nothing else would show
+        why makeroom does nothing for it. Said once (an Event, a warning, the counter) per pod and
+        reason."""
+        for u in the_plan.unplaceable:
+            key = u.pod.key
+            if u.reason is not UnplaceableReason.ZONE_UNKNOWN or self.zone_unknown.get(key) == u.detail:
+                continue
+            self.zone_unknown[key] = u.detail
+            self.s.report.zone_unknown.append(key)
+            self.s.event(ObjectKind.POD, key, Reason.ZONE_UNKNOWN, f"no relocation: {u.detail}")
+            log.warning(
+                "no relocation: a new node's zone is unknown", extra={"pod": key, "blocked_by": u.detail}
+            )
 
     def _begin(
         self, state: ClusterState, placement: Placement, victims: list[Victim], scalable: set[str], now: float

@@ -131,6 +131,8 @@ class TickReport:
     """Victims of a make-before-break move evicted before a replacement of theirs was Ready, and why."""
     futile: list[str] = field(default_factory=list)
     """Pending pods found to be beyond any relocation's help (reported once, not planned for again)."""
+    zone_unknown: list[str] = field(default_factory=list)
+    """Pending pods a plan left waiting on a new node whose zone is unknown (each reported once)."""
     waiting_for_surge: list[str] = field(default_factory=list)
     """Pending pods whose relocation waits for another's surge of the same workload to end."""
     actions: int = 0

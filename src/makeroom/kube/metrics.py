@@ -92,6 +92,12 @@ class Metrics:
             "once (an Event RoomNotUsed) and not planned for again.",
             registry=r,
         )
+        self.zone_unknown = Counter(
+            "makeroom_relocation_zone_unknown_pods_total",
+            "Pending pods makeroom moves nothing for because a constraint by zone needs a new node of a "
+            "group whose template gives no zone: each reported once (an Event NewNodeZoneUnknown).",
+            registry=r,
+        )
         self.in_flight = Gauge(
             "makeroom_relocation_in_flight", "Relocations under way (Relocation records).", registry=r
         )
@@ -150,6 +156,7 @@ class Metrics:
             self.consolidations.labels(outcome=outcome).inc(len(nodes))
         self.moves.inc(report.moves)
         self.futile.inc(len(report.futile))
+        self.zone_unknown.inc(len(report.zone_unknown))
         self.evictions.inc(report.evictions)
         for _, why in report.fallbacks:
             self.fallbacks.labels(why=why.value).inc()

@@ -3,6 +3,11 @@ why. Whatever search made the draft, the explanations are written here, the same
 
 from __future__ import annotations
 
+import numpy as np
+
+from makeroom.model.fit import label_fit
+from makeroom.model.objects import ZONE_LABEL, Pod, PodSpec
+from makeroom.model.scheduling import unzoned_groups, zone_bound
 from makeroom.planner.context import Context
 from makeroom.planner.options import Decision, Draft, NewNode
 from makeroom.planner.types import (
@@ -12,7 +17,13 @@ from makeroom.planner.types import (
     Plan,
     PlanStats,
     Unplaceable,
+    UnplaceableReason,
 )
+
+# Reasons that say all there is: the pod is not planned for at all, or the search stopped short.
+_FINAL = (UnplaceableReason.RELOCATION_OFF, UnplaceableReason.MOVE_LIMIT, UnplaceableReason.EXACT_LIMIT)
+# Reasons where room could be made and the pods that would leave had nowhere to go.
+_NOWHERE = (UnplaceableReason.NO_DESTINATION, UnplaceableReason.CONSTRAINT)
 
 
 def render(ctx: Context, draft: Draft, pending: int) -> Plan:
@@ -20,10 +31,20 @@ def render(ctx: Context, draft: Draft, pending: int) -> Plan:
     moves: list[Move] = []
     unplaceable: list[Unplaceable] = []
     seen: set[int] = set()  # new nodes some earlier decision put a pod on
+    unzoned = unzoned_groups(ctx.view.state) if any(d.reason is None for d in draft.decisions) else {}
+    zoned_pods: _ZoneBound | None = None
     for d in draft.decisions:
         if d.reason is None:
             assert d.unplaceable is not None
-            unplaceable.append(Unplaceable(d.pod, d.unplaceable, d.blocked))
+            why = None
+            if unzoned and d.unplaceable not in _FINAL:
+                if zoned_pods is None:
+                    zoned_pods = _ZoneBound(ctx, unzoned)
+                why = zoned_pods.why(d.pod, victims=d.unplaceable in _NOWHERE)
+            if why is not None:
+                unplaceable.append(Unplaceable(d.pod, UnplaceableReason.ZONE_UNKNOWN, why))
+            else:
+                unplaceable.append(Unplaceable(d.pod, d.unplaceable, d.blocked))
         elif d.reason is PlacementReason.RELOCATION:
             placements.append(_relocation(ctx, draft, d, seen, moves))
         else:
@@ -118,3 +139,68 @@ def _relocation(ctx: Context, draft: Draft, d: Decision, seen: set[int], moves: 
 
 def _price(ctx: Context, nn: NewNode) -> float:
     return ctx.price(nn.group) if nn.price is None else nn.price
+
+
+class _ZoneBound:
+    """Why a pod waits on a new node whose zone nobody knows: its own constraint by zone, or that of a
+    lower-priority pod on a node it may use (when its pods had nowhere to go), which a new node of an
+    unzoned group could take but for its zone. The running pods with such a constraint are found once
+    per plan, by spec with their nodes' slots."""
+
+    def __init__(self, ctx: Context, unzoned: dict[str, tuple[str, ...]]) -> None:
+        self.view = ctx.view
+        self.unzoned = unzoned
+        self._group: dict[int, str | None] = {}
+        slots: dict[int, list[int]] = {}
+        specs: dict[int, tuple[PodSpec, str, str]] = {}
+        state = self.view.state
+        for spec_id, sample in state.pod_of_spec.items():
+            constraint = zone_bound(sample.spec)
+            if constraint is not None and (group := self.group_for(sample.spec)) is not None:
+                specs[spec_id] = (sample.spec, constraint, group)
+        if specs:
+            for pod in state.pods.values():
+                if id(pod.spec) in specs and pod.node is not None and pod.node in state.slot_of:
+                    slots.setdefault(id(pod.spec), []).append(state.slot_of[pod.node])
+        self.running = [
+            (specs[k][0], specs[k][1], specs[k][2], np.array(v, dtype=np.intp)) for k, v in slots.items()
+        ]
+
+    def group_for(self, spec: PodSpec) -> str | None:
+        """The first unzoned group a new node of which could take the spec but for its zone."""
+        if id(spec) not in self._group:
+            view = self.view
+            found = None
+            for name in self.unzoned:
+                g = view.state.groups[name]
+                if (
+                    view.can_grow(name)
+                    and label_fit(spec, g.node_labels(), g.taints) is None
+                    and bool(np.all(view.template(name) >= view.state.requests_of(spec)))
+                ):
+                    found = name
+                    break
+            self._group[id(spec)] = found
+        return self._group[id(spec)]
+
+    def say(self, who: str, constraint: str, group: str) -> str:
+        zones = ", ".join(self.unzoned[group])
+        return (
+            f"{who}{constraint} needs a new {group} node, whose zone is unknown: the group's nodes are in "
+            f"zones {zones} and its template gives no {ZONE_LABEL}"
+        )
+
+    def why(self, pod: Pod, victims: bool) -> str | None:
+        own = zone_bound(pod.spec)
+        if own is not None and (group := self.group_for(pod.spec)) is not None:
+            return self.say("", own, group)
+        if not victims:
+            return None
+        usable = self.view.static(pod.spec)
+        for spec, constraint, group, slots in self.running:
+            if spec.priority < pod.priority and usable[slots].any():
+                mover = next(
+                    p for p in self.view.state.pods.values() if p.spec is spec and p.node is not None
+                )
+                return self.say(f"{mover.name} (which would move for it): ", constraint, group)
+        return None

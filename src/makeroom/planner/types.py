@@ -64,6 +64,15 @@ class UnplaceableReason(_Described):
         other pods (inter-pod affinity or anti-affinity, topology spread, host ports): kube-scheduler
         would refuse a moved pod or the pending pod there, so makeroom moves nothing for it.""",
     )
+    ZONE_UNKNOWN = (
+        "zone-unknown",
+        """A constraint by zone (a topology spread or pod affinity on topology.kubernetes.io/zone, a
+        volume's zone) of the pod, or of a pod that would move for it, needs a new node of a group
+        whose nodes are in several zones, and the group's template says in which zone a new node
+        comes up nowhere: makeroom cannot tell whether the scheduler would accept it there, so it
+        moves nothing for the pod. Give the group's zone (one group per zone, or its
+        topology.kubernetes.io/zone label in --groups).""",
+    )
 
 
 class NotMovable(_Described):

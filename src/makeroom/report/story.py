@@ -112,6 +112,7 @@ REASON_OF_KIND: dict[str, str] = {
     "relocation_done": Reason.ROOM_MADE,
     "relocation_rolled_back": Reason.ROLLED_BACK,
     "relocation_futile": Reason.CANNOT_HELP,
+    "relocation_zone_unknown": Reason.ZONE_UNKNOWN,
 }
 
 

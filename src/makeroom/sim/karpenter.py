@@ -163,7 +163,7 @@ class Karpenter:
         for claim in found.claims:
             if self._exceeded(claim.group.name):
                 continue
-            self.launch(claim.group.name, cheapest(claim.options), claim.pods, "Provisioned")
+            self.launch(claim.group.name, cheapest(claim.options), claim.pods, "Provisioned", claim.zone)
             launched += 1
         stuck = [p for p in found.failed if p.node is None]
         if stuck and not launched:
@@ -183,10 +183,13 @@ class Karpenter:
         used = sum((n.allocatable for n in nodes), start=Resources())
         return any(used[name] > group.limits[name] for name in group.limits if name != NODES)
 
-    def launch(self, pool: str, instance_type: InstanceType, pods: list[Pod], reason: str) -> str:
-        """A NodeClaim launched as ``instance_type``; returns its node's name."""
+    def launch(
+        self, pool: str, instance_type: InstanceType, pods: list[Pod], reason: str, zone: str | None = None
+    ) -> str:
+        """A NodeClaim launched as ``instance_type`` (in ``zone``, else where the cloud puts the pool's
+        next node); returns its node's name."""
         world = self.world
-        node = world.provision_node(pool, instance_type=instance_type)
+        node = world.provision_node(pool, instance_type=instance_type, zone=zone)
         self.launched_at[node.name] = world.now
         world.rec.event(
             world.now,

@@ -100,7 +100,7 @@ class Command:
     method: str  # empty | multi | single
     reason: str  # Empty | Underutilized
     candidates: list[Candidate]
-    replacement: tuple[NodeGroup, tuple[InstanceType, ...], list[Pod]] | None = None
+    replacement: tuple[NodeGroup, tuple[InstanceType, ...], list[Pod], str | None] | None = None
     done: set[str] = field(default_factory=set)
 
 
@@ -305,7 +305,7 @@ class DisruptionController:
         options = tuple(sorted((it for it in claim.options if it.price_per_hour < price), key=_price))
         if not options:
             return None
-        return Command("", REASON_UNDERUTILIZED, cands, (claim.group, options, claim.pods))
+        return Command("", REASON_UNDERUTILIZED, cands, (claim.group, options, claim.pods, claim.zone))
 
     def multi_node(self) -> Command | None:
         budget = self.budgets(REASON_UNDERUTILIZED)
@@ -406,8 +406,8 @@ class DisruptionController:
             for c in command.candidates:
                 self._drain(c.node.name)
             return
-        group, options, pods = command.replacement
-        replacement = k.launch(group.name, cheapest(options), pods, command.reason)
+        group, options, pods, zone = command.replacement
+        replacement = k.launch(group.name, cheapest(options), pods, command.reason, zone)
         self.world.loop.after(
             group.provision_time, Phase.AUTOSCALER, lambda: self._await(command, replacement)
         )
@@ -472,7 +472,7 @@ def _without_same_type(command: Command) -> Command | None:
     """``filterOutSameInstanceType``: a replacement of a type the candidates have must be cheaper
     than that type."""
     assert command.replacement is not None
-    group, options, pods = command.replacement
+    group, options, pods, zone = command.replacement
     names = {c.instance_type.name: c.price for c in command.candidates}
     same = [names[it.name] for it in options if it.name in names]
     if same:
@@ -480,5 +480,5 @@ def _without_same_type(command: Command) -> Command | None:
         options = tuple(it for it in options if it.price_per_hour < ceiling)
     if not options:
         return None
-    command.replacement = (group, options, pods)
+    command.replacement = (group, options, pods, zone)
     return command

@@ -28,6 +28,7 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.ROLLED_BACK: "relocation_rolled_back",
     Reason.FELL_BACK_TO_EVICTION: "migrate_fell_back",
     Reason.CANNOT_HELP: "relocation_futile",
+    Reason.ZONE_UNKNOWN: "relocation_zone_unknown",  # never in a scenario: its groups' zones are known
     # The consolidation Events keep the generic kind that the pinned JSON of the seeds carries
     # (tests/golden): kinds of their own would change spec v1's output for seed 4.
     Reason.CONSOLIDATING: GENERIC_KIND,

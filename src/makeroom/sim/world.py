@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGroup, Pod, Taint, Workload
+from makeroom.model.objects import ZONE_LABEL
 from makeroom.model.provisioning import node_labels
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
@@ -71,10 +72,15 @@ class World:
 
     # --- nodes -------------------------------------------------------------------------------
     def provision_node(
-        self, group: str, ready: bool = False, instance_type: InstanceType | None = None
+        self,
+        group: str,
+        ready: bool = False,
+        instance_type: InstanceType | None = None,
+        zone: str | None = None,
     ) -> Node:
         """A node the cloud creates now; it joins Ready after the group's provision time. A pool's
-        node is of one of its instance types: its allocatable, labels and price are the type's."""
+        node is of one of its instance types: its allocatable, labels and price are the type's. Its
+        zone is ``zone`` (a NodeClaim's, which Karpenter chose), else the group's round-robin."""
         g = self.state.groups[group]
         number = self._node_numbers[group]
         name = f"{group}-{number}"
@@ -84,6 +90,8 @@ class World:
             node = Node(name, group, g.capacity, labels, g.taints, ready=ready, created_at=self.now)
         else:
             labels = {**node_labels(g, instance_type), **g.zone_label(number)}
+            if zone is not None:
+                labels[ZONE_LABEL] = zone
             node = Node(
                 name, group, instance_type.capacity, labels, g.taints, ready=ready, created_at=self.now
             )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from makeroom.model.fit import FitFailure, resource_fit, static_fit
-from makeroom.model.objects import Pod
+from makeroom.model.objects import ZONE_LABEL, NodeGroup, Pod, PodSpec, UnsatisfiableAction
 from makeroom.model.scheduling.interpodaffinity import affinity_failures
 from makeroom.model.scheduling.nodeports import port_failures
 from makeroom.model.scheduling.placement import Placement
@@ -37,6 +37,8 @@ __all__ = [
     "pod_failures",
     "pod_mask",
     "refusal",
+    "unzoned_groups",
+    "zone_bound",
 ]
 
 
@@ -124,3 +126,35 @@ def filter_nodes(
             verdict = next((reason for reason, bad in failures if bad[slot]), None)
         out[name] = verdict
     return out
+
+
+def zone_bound(spec: PodSpec) -> str | None:
+    """The pod's own constraint that a node without a zone label cannot satisfy (a DoNotSchedule
+    spread or a required pod affinity by zone: kube-scheduler refuses a node lacking the key), or a
+    bound volume's zone (the node's zone decides), in words; None when the zone does not matter."""
+    hard = UnsatisfiableAction.DO_NOT_SCHEDULE
+    for c in spec.topology_spread:
+        if c.topology_key == ZONE_LABEL and c.when_unsatisfiable is hard:
+            return f"topology spread on {ZONE_LABEL}, maxSkew {c.max_skew}"
+    if any(t.topology_key == ZONE_LABEL for t in spec.pod_affinity):
+        return f"required pod affinity on {ZONE_LABEL}"
+    for volume in spec.volumes:
+        if volume.zone_labels:
+            return f"the zone of volume {volume.name}"
+    return None
+
+
+def unzoned_groups(state: ClusterState) -> dict[str, tuple[str, ...]]:
+    """Groups whose nodes are in several zones while their template (labels, ``zones``) gives a new
+    node none, with the zones their nodes are in: where such a group adds a node is unknown."""
+    seen: dict[str, set[str]] = {}
+    for node in state.nodes.values():
+        zone = node.labels.get(ZONE_LABEL)
+        group = state.groups.get(node.group)
+        if zone is not None and group is not None and not _template_zoned(group):
+            seen.setdefault(node.group, set()).add(zone)
+    return {name: tuple(sorted(zones)) for name, zones in seen.items() if len(zones) > 1}
+
+
+def _template_zoned(group: NodeGroup) -> bool:
+    return bool(group.zones) or ZONE_LABEL in group.labels
