@@ -18,7 +18,7 @@ from makeroom.controller.records import (
     Stored,
 )
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
-from makeroom.model import OwnerKind, Pod, Taint, Toleration
+from makeroom.model import OwnerKind, Pod, Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 
@@ -30,6 +30,7 @@ class FakeCluster:
     events: list[tuple[ObjectKind, str, Reason, str]] = field(default_factory=list)
     stored: dict[tuple[RecordKind, str], dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # namespace -> extra labels
+    buffers: dict[str, tuple[Resources, int]] = field(default_factory=dict)  # group -> CapacityBuffer
     owners: dict[str, str | None] = field(
         default_factory=dict
     )  # pod key -> its Deployment, if not its workload
@@ -123,6 +124,13 @@ class FakeCluster:
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.events.append((kind, name, reason, message))
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self.calls.append(("buffer", group))
+        if replicas:
+            self.buffers[group] = (requests, replicas)
+        else:
+            self.buffers.pop(group, None)
 
 
 def _apply(annotations: dict[str, str], changes: Mapping[str, str | None]) -> None:

@@ -12,7 +12,7 @@ from makeroom.controller.port import Cluster
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
-from makeroom.model import Taint, Toleration
+from makeroom.model import Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 log = logging.getLogger("makeroom.dryrun")
@@ -89,3 +89,6 @@ class DryRunCluster:
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self._note("event", f"{kind.value}/{name}", reason=reason.value, message=message)
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self._note("buffer", group, replicas=replicas, requests=dict(requests))

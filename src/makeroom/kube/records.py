@@ -52,6 +52,12 @@ def object_name(kind: RecordKind, subject: str) -> str:
         name = subject
     else:
         name = (subject if "/" in subject else f"default/{subject}").replace("/", ".", 1)
+    return valid_name(name, subject)
+
+
+def valid_name(name: str, subject: str) -> str:
+    """``name`` when it is a valid object name, else its valid stem and a digest of ``subject`` (so
+    that two subjects never share one)."""
     if len(name) <= MAX_NAME and _NAME.match(name):
         return name
     digest = hashlib.sha256(subject.encode()).hexdigest()[:16]

@@ -9,11 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from makeroom.controller.port import EvictionBlockedError, NotFoundError
+from makeroom.controller.port import BuffersUnavailableError, EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Consolidation, Cooldown, RecordKind, Records, Relocation, Stored
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
-from makeroom.model import AutoscalerKind, OwnerKind, Pod, Taint, TaintEffect, Toleration, Workload
+from makeroom.model import (
+    AutoscalerKind,
+    OwnerKind,
+    Pod,
+    Resources,
+    Taint,
+    TaintEffect,
+    Toleration,
+    Workload,
+)
 from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
@@ -168,6 +177,11 @@ class SimCluster:
         if self._workload(workload).owner_kind is not OwnerKind.REPLICA_SET:
             raise NotFoundError(f"deployments.apps {workload} not found")
         self.world.scale(workload, replicas, reason=SURGE_REASON)
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        """The simulated autoscaler has no CapacityBuffer API (yet): the keeper keeps its room
+        without one, as on a cluster that lacks it."""
+        raise BuffersUnavailableError(f"no CapacityBuffer API in the simulator (group {group})")
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.world.rec.event(
