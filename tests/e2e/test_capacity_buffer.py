@@ -1,0 +1,135 @@
+"""makeroom's kube adapter keeps a CapacityBuffer for the CPU group on the real API server (as the chart's
+ServiceAccount, with ``capacityBuffers.enabled``), and the real cluster-autoscaler, run with its
+CapacityBuffer controller, adds a CPU node for it (never past the group's max, never a node of the
+other group, where the buffer's pods would have fitted), keeps it while the buffer stands, and scales it
+down once makeroom removes the buffer."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from makeroom_e2e import ControlPlane
+from makeroom_e2e.makeroom_run import installed_chart
+
+from makeroom.controller.port import BuffersUnavailableError
+from makeroom.kube import buffers
+from makeroom.kube.cache import Cache
+from makeroom.kube.client import ConnectOptions, connect
+from makeroom.kube.cluster import KubeCluster
+from makeroom.model import Resources
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO = textwrap.dedent(
+    """\
+    version: 1
+    name: e2e-capacity-buffer
+    duration: 10m
+    node_groups:
+      - name: cpu
+        capacity: {cpu: "4", memory: 16Gi, pods: 110}
+        min: 1
+        max: 2
+        initial: 1
+        price_per_hour: 0.2
+        provision_time: 20s
+      - name: gpu
+        capacity: {cpu: "8", memory: 32Gi, pods: 110, nvidia.com/gpu: 1}
+        min: 1
+        max: 2
+        initial: 1
+        price_per_hour: 1.0
+        provision_time: 20s
+    autoscaler:
+      scan_interval: 10s
+      scale_down_unneeded_time: 60s
+      scale_down_delay_after_add: 60s
+    workloads:
+      - name: filler
+        replicas: 1
+        priority: 100
+        requests: {cpu: "3", memory: 1Gi}
+        node_selector: {makeroom.io/group: cpu}
+        startup_time: 5s
+        termination_grace: 5s
+        placement: {cpu: 1}
+    """
+)
+ROOM = Resources.parse({"cpu": "2", "memory": "1Gi"})
+
+
+def buffer_object(cp: ControlPlane, namespace: str) -> dict[str, Any] | None:
+    from kubernetes import client  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        found: Any = client.CustomObjectsApi(cp.api).get_namespaced_custom_object(
+            buffers.GROUP, buffers.VERSION, namespace, buffers.PLURAL, buffers.object_name("cpu")
+        )
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return cast(dict[str, Any], found)
+
+
+def conditions(buffer: dict[str, Any] | None) -> dict[str, str]:
+    status = (buffer or {}).get("status") or {}
+    return {c["type"]: c["status"] for c in status.get("conditions") or []}
+
+
+def test_the_autoscaler_keeps_a_node_for_makeroom_s_buffer_and_lets_it_go(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    f = tmp_path / "scenario.yaml"
+    f.write_text(SCENARIO, encoding="utf-8")
+    ls = cp.load_scenario(f, strategy="none", time_scale=0.2, capacity_buffers=True)
+    try:
+        with installed_chart(cp, {"capacityBuffers": {"enabled": True}}) as inst:
+            api, _ = connect(ConnectOptions(kubeconfig=str(cp.kubeconfig), impersonate=inst.user))
+            cache = Cache(api)
+            cache.informers["Node"].relist()
+            kc = KubeCluster(api, cache, records_namespace=inst.namespace)
+            # Outside its own namespace the chart grants nothing: the keeper hears "unavailable".
+            with pytest.raises(BuffersUnavailableError):
+                KubeCluster(api, cache, records_namespace="default").keep_buffer("cpu", ROOM, 1)
+
+            assert cp.nodes_per_group() == {"cpu": 1, "gpu": 1}
+            # Three pods of 2 CPUs: none fits in cpu-0's last CPU; all three would on gpu-0, which the
+            # template's affinity rules out; one new CPU node holds two, a third would pass max.
+            kc.keep_buffer("cpu", ROOM, 3)
+            kc.keep_buffer("cpu", ROOM, 3)  # the keeper asks every round: no change
+
+            peak: dict[str, int] = {}
+
+            def watch() -> dict[str, int]:
+                now = cp.nodes_per_group()
+                for g, n in now.items():
+                    peak[g] = max(peak.get(g, 0), n)
+                assert now.get("cpu", 0) <= 2, f"the autoscaler went past the CPU group's max: {now}"
+                assert now.get("gpu", 0) == 1, f"a GPU node for CPU room: {now}"
+                return now
+
+            cp.wait_for(lambda: watch().get("cpu") == 2, 90, "a second CPU node for the buffer")
+            provisioning = conditions(buffer_object(cp, inst.namespace))
+            assert provisioning.get("ReadyForProvisioning") == "True", provisioning
+            # While the buffer stands, the new node is kept past the scaled scale-down times (12 s each).
+            end = time.monotonic() + 3 * ls.real_seconds(60)
+            while time.monotonic() < end:
+                assert watch().get("cpu") == 2, "the buffer's node was scaled down while the buffer stood"
+                time.sleep(0.5)
+
+            kc.keep_buffer("cpu", ROOM, 0)
+            assert buffer_object(cp, inst.namespace) is None
+            mine = cp.core.list_namespaced_pod_template(
+                inst.namespace, label_selector="app.kubernetes.io/managed-by=makeroom"
+            ).items
+            assert mine == []
+            cp.wait_for(lambda: watch().get("cpu") == 1, 120, "the buffer's node scaled down")
+            assert peak == {"cpu": 2, "gpu": 1}
+            assert len(ls.ready_pods("filler")) == 1
+    finally:
+        ls.stop()
