@@ -1,6 +1,7 @@
 """keep_buffer on the in-memory API server: a CapacityBuffer and its PodTemplate in makeroom's own
 namespace, pinned to the group, applied idempotently, removed at 0; a cluster without the API (or
-without the RBAC for it) is one log line and BuffersUnavailableError; not the leader, nothing."""
+without the RBAC for it) is one log line and BuffersUnavailableError; not the leader, nothing; the
+cleanup deletes makeroom's buffers and only them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from makeroom.controller.port import BuffersUnavailableError, ClusterError
 from makeroom.kube import buffers
 from makeroom.kube.cache import Cache
+from makeroom.kube.cleanup import CleanupOptions, clean_up
 from makeroom.kube.client import Api, NotLeaderError, RateLimiter
 from makeroom.kube.cluster import KubeCluster
 from makeroom.kube.dryrun import DryRunCluster
@@ -185,3 +187,32 @@ def test_dry_run_only_says_it() -> None:
     dry.keep_buffer("cpu", ONE, 2)
     assert [(w.verb, w.target, w.detail["replicas"]) for w in dry.would] == [("buffer", "cpu", 2)]
     assert not [c for c in server.calls if c[0] != "GET"]
+
+
+def test_the_cleanup_deletes_makeroom_s_buffers_and_no_one_else_s() -> None:
+    server = with_nodes()
+    kc = cluster(server)
+    kc.keep_buffer("cpu", ONE, 2)
+    kc.keep_buffer("gpu", Resources.parse({"cpu": "1", "nvidia.com/gpu": "1"}), 1)
+    theirs = {"apiVersion": buffers.API_VERSION, "kind": "CapacityBuffer", "metadata": {"name": "team-a"}}
+    server.put(f"{BUFFERS}/team-a", theirs)
+    server.put(f"{TEMPLATES}/team-a", {"kind": "PodTemplate", "metadata": {"name": "team-a"}})
+    lines: list[str] = []
+    opts = CleanupOptions(records_namespace=HOME, lease_namespace=HOME)
+    api = Api(server, RateLimiter(0, 1), sleep=lambda _s: None)
+    result = clean_up(api, opts, lines.append, sleep=lambda _s: None)
+    assert result.buffers == ["makeroom-cpu", "makeroom-gpu"]
+    assert set(stored(server, BUFFERS)) == set(stored(server, TEMPLATES)) == {"team-a"}
+    assert f"deleted the CapacityBuffer {HOME}/makeroom-cpu and its PodTemplate" in lines
+    again = clean_up(api, opts, sleep=lambda _s: None)
+    assert again.actions == 0 and again.buffers == []
+
+
+def test_the_cleanup_of_a_cluster_without_buffers_finds_none() -> None:
+    server = with_nodes()
+    server.refused[f"/apis/{buffers.GROUP}/"] = 404
+    api = Api(server, RateLimiter(0, 1), sleep=lambda _s: None)
+    result = clean_up(
+        api, CleanupOptions(records_namespace=HOME, lease_namespace=HOME), sleep=lambda _s: None
+    )
+    assert result.buffers == [] and result.passes == 1

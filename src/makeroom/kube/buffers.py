@@ -30,6 +30,7 @@ ACTIVE = "buffer.x-k8s.io/active-capacity"
 GROUP_ANNOTATION = "makeroom.io/node-group"
 """The group a buffer keeps room in, as given (a group's name need not be a valid label value)."""
 LABELS = {**MANAGED_BY, "app.kubernetes.io/component": "capacity-buffer"}
+SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
 IMAGE = "registry.k8s.io/pause:3.10"
 """Never pulled: the autoscaler only simulates the template's pods."""
 NOT_EXTENDED = ("cpu", "memory", "ephemeral-storage", "pods")
@@ -42,12 +43,25 @@ def object_name(group: str) -> str:
     return valid_name(f"makeroom-{group}", group)
 
 
+def collection(namespace: str) -> str:
+    return f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURAL}"
+
+
+def templates(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/podtemplates"
+
+
 def buffer_path(namespace: str, group: str) -> str:
-    return f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURAL}/{object_name(group)}"
+    return f"{collection(namespace)}/{object_name(group)}"
 
 
 def template_path(namespace: str, group: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/podtemplates/{object_name(group)}"
+    return f"{templates(namespace)}/{object_name(group)}"
+
+
+def is_makeroom_s(obj: Mapping[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in LABELS.items())
 
 
 def group_keys(group: str, nodes: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -518,10 +518,7 @@ class KubeCluster:
         ns = self.records_namespace
         try:
             if replicas == 0:
-                # The buffer first: the autoscaler never sees one whose template is gone.
-                for path in (buffers.buffer_path(ns, group), buffers.template_path(ns, group)):
-                    with contextlib.suppress(NotFoundError):  # gone already, or never installed
-                        self.writer.request("DELETE", path)
+                self._remove_buffer(buffers.object_name(group))
                 return
             keys = buffers.group_keys(group, self.cache.informers["Node"].objects())
             # The buffer first, so that where the API is missing nothing is written at all; the
@@ -532,6 +529,31 @@ class KubeCluster:
             if exc.status in (403, 404):
                 raise self._buffers_unavailable(group, exc) from exc
             raise
+
+    def _remove_buffer(self, name: str) -> None:
+        ns = self.records_namespace
+        # The buffer first: the autoscaler never sees one whose template is gone.
+        for path in (f"{buffers.collection(ns)}/{name}", f"{buffers.templates(ns)}/{name}"):
+            with contextlib.suppress(NotFoundError):  # gone already, or never installed
+                self.writer.request("DELETE", path)
+
+    def release_buffers(self) -> list[str]:
+        """Every CapacityBuffer of makeroom's (and its PodTemplate) deleted, for the cleanup: a buffer
+        left behind keeps a node for nobody, around the clock. Where the API or the permission to use
+        it is missing, makeroom can have made none."""
+        try:
+            found = self.api.list_all(
+                buffers.collection(self.records_namespace), {"labelSelector": buffers.SELECTOR}
+            )
+        except KubeError as exc:
+            if exc.status in (403, 404):
+                return []
+            raise
+        names = sorted(str(o["metadata"]["name"]) for o in found["items"] if buffers.is_makeroom_s(o))
+        for name in names:
+            self._guard("buffer", name, {"replicas": 0})
+            self._remove_buffer(name)
+        return names
 
     def _apply(self, path: str, body: Mapping[str, Any]) -> None:
         self.writer.request(
