@@ -2,7 +2,7 @@
 ServiceAccount, with ``capacityBuffers.enabled``), and the real cluster-autoscaler, run with its
 CapacityBuffer controller, adds a CPU node for it (never past the group's max, never a node of the
 other group, where the buffer's pods would have fitted), keeps it while the buffer stands, and scales it
-down once makeroom removes the buffer."""
+down once makeroom removes the buffer; the cleanup's listing works with the chart's permissions."""
 
 from __future__ import annotations
 
@@ -131,5 +131,9 @@ def test_the_autoscaler_keeps_a_node_for_makeroom_s_buffer_and_lets_it_go(
             cp.wait_for(lambda: watch().get("cpu") == 1, 120, "the buffer's node scaled down")
             assert peak == {"cpu": 2, "gpu": 1}
             assert len(ls.ready_pods("filler")) == 1
+            # The cleanup hook's way, with the chart's permissions: found by its labels, deleted.
+            kc.keep_buffer("cpu", Resources.parse({"cpu": "500m"}), 1)  # fits on cpu-0: no node
+            assert kc.release_buffers() == [buffers.object_name("cpu")]
+            assert buffer_object(cp, inst.namespace) is None
     finally:
         ls.stop()
