@@ -209,8 +209,16 @@ def delete_objects(cp: ControlPlane, timeout: float = 60.0) -> None:
 
 
 # --------------------------------------------------------------------------------------- the process
-def start(cp: ControlPlane, types_file: Path, *, batch_idle_s: float, batch_max_s: float) -> Process:
-    """Karpenter as a process against the control plane (its name in `cp.processes`: karpenter)."""
+def start(
+    cp: ControlPlane,
+    types_file: Path,
+    *,
+    batch_idle_s: float,
+    batch_max_s: float,
+    capacity_buffers: bool = False,
+) -> Process:
+    """Karpenter as a process against the control plane (its name in `cp.processes`: karpenter); with
+    `capacity_buffers`, its CapacityBuffer feature gate on (the other gates keep their defaults)."""
     stop(cp)
     env = {
         **os.environ,
@@ -223,6 +231,7 @@ def start(cp: ControlPlane, types_file: Path, *, batch_idle_s: float, batch_max_
         "BATCH_IDLE_DURATION": f"{batch_idle_s:g}s",
         "BATCH_MAX_DURATION": f"{batch_max_s:g}s",
         "LOG_LEVEL": "debug",
+        **({"FEATURE_GATES": "CapacityBuffer=true"} if capacity_buffers else {}),
     }
     p = Process(
         "karpenter", [str(binary(cp))], cp.workdir / "logs" / "karpenter.log", env=env, detach=cp.detach
@@ -266,6 +275,7 @@ def load(
     time_scale: float = 0.1,
     timeout: float = 120.0,
     before_clock: Callable[[LoadedScenario], None] | None = None,
+    capacity_buffers: bool = False,
 ) -> Loaded:
     """Load a Karpenter scenario: NodePools, Karpenter, initial NodeClaims, the initial pods where the
     scenario places them; then t=0: the scenario's budgets, the pending replicas, the clock."""
@@ -298,6 +308,7 @@ def load(
             types_file,
             batch_idle_s=karpenter.batch_idle_duration,
             batch_max_s=karpenter.batch_max_duration,
+            capacity_buffers=capacity_buffers,
         )
 
     initial: dict[str, list[str]] = {}
