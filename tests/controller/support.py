@@ -8,7 +8,7 @@ from typing import Any
 from makeroom.controller import Controller, ControllerConfig, ObjectKind, Reason, Strategy
 from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
-from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Taint, Toleration
+from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 from makeroom.scenario import Scenario
 from makeroom.sim import Options, Result, Simulation
@@ -88,6 +88,10 @@ class CrashingPort:
     def scale(self, workload: str, replicas: int) -> None:
         self._step()
         self.inner.scale(workload, replicas)
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self._step()
+        self.inner.keep_buffer(group, requests, replicas)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.inner.emit_event(kind, name, reason, message)

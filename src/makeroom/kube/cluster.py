@@ -39,13 +39,13 @@ from makeroom.controller.port import (
     NotFoundError,
 )
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
+from makeroom.controller.records import Moves, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, Fence, KubeError, NotLeaderError, path_of
 from makeroom.kube.options import NominationMode
-from makeroom.model import Taint, Toleration
+from makeroom.model import Resources, Taint, Toleration
 from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 
@@ -223,7 +223,7 @@ class KubeCluster:
     # --- makeroom's records ------------------------------------------------------------------------
     def records(self) -> Records:
         out = Records()
-        for kind in RecordKind:
+        for kind in crs.PLURALS:  # the kinds with custom resources (headroom's: the simulator only)
             found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
@@ -251,7 +251,7 @@ class KubeCluster:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
         # The action is on the record's subject (its pod or node), as the metrics and logs name it.
         detail = {"kind": record.kind.value}
-        detail.update({"phase": record.phase.value} if not isinstance(record, Cooldown) else {})
+        detail.update({"phase": record.phase.value} if isinstance(record, Moves) else {})
         self._guard("record", record.subject, detail)
         body = crs.to_object(record, self.records_namespace)
         self.writer.request(
@@ -502,6 +502,9 @@ class KubeCluster:
         self.writer.patch(
             path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}}
         )
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        raise ClusterError("CapacityBuffer API not available")
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self._guard("event", f"{kind.value}/{name}", {"reason": reason.value})
