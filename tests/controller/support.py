@@ -98,12 +98,12 @@ class CrashingPort:
 
 
 def run_with_crash(
-    scenario: Scenario, strategy: Strategy, crash_at: int | None
+    scenario: Scenario, strategy: Strategy, crash_at: int | None, config: ControllerConfig | None = None
 ) -> tuple[Simulation, Result, int]:
     """Run with the controller killed before its ``crash_at``-th action and a fresh one started
     on the next reconciliation; returns the simulation, its result and the actions counted."""
     sim = Simulation(scenario, Options(strategy=strategy))
-    config = ControllerConfig(strategy=strategy)
+    config = config or ControllerConfig(strategy=strategy)
     counter = [0]
     port = CrashingPort(SimCluster(sim.world), crash_at, counter)
     alive: list[Controller] = [Controller(port, port, config)]

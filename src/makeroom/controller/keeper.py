@@ -3,10 +3,13 @@
 Each round with nothing waiting and nothing relocating, every target is counted (planner.keep_room)
 and its ``KeptRoom`` record says what room it holds and for whom. When a target's room is short, the
 CPU-only pods that hold it move off its GPU nodes make-before-break, as a consolidation's do (a
-``Keeping`` record by target: surge, deletion cost, evict within budgets, scale back), and those nodes
-get the ``makeroom.io/headroom:PreferNoSchedule`` taint, so that kube-scheduler's TaintToleration
-score steers CPU pods elsewhere while a GPU pod still lands. The moves of the last hour and each workload's
-cooldown are kept in the target's record, so that a new leader honours them.
+``Keeping`` record by target: surge, deletion cost, evict within budgets, scale back). While the
+replacements come up, those nodes carry ``makeroom.io/headroom:NoSchedule`` (as a consolidation's node
+does), so that a replacement waits for the CPU room planned for it rather than take the room back;
+then, and on every node that holds kept room, ``makeroom.io/headroom:PreferNoSchedule``, so that
+kube-scheduler's TaintToleration score steers CPU pods elsewhere while a GPU pod still lands. The
+moves of the last hour and each workload's cooldown are kept in the target's record, so that a new
+leader honours them.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import HEADROOM_TAINT, Keeping, KeptRoom, Phase, RecordKind, Records, Victim
 from makeroom.controller.steps import Retry, RetryKey, Steps
 from makeroom.controller.validate import Action, Live, RefusedError
-from makeroom.model import OwnerKind, Pod, Resources, Taint, TaintEffect
+from makeroom.model import Node, OwnerKind, Pod, Resources, Taint, TaintEffect
 from makeroom.model.state import ClusterState
 from makeroom.planner.keep_room import KeepPolicy, Kept, Wanted, default_targets, gpu_group, keep_room
 
 log = logging.getLogger("makeroom.controller")
 
 TAINT = Taint(HEADROOM_TAINT, "", TaintEffect.PREFER_NO_SCHEDULE)
+MOVING_TAINT = Taint(HEADROOM_TAINT, "", TaintEffect.NO_SCHEDULE)
 HOUR = 3600.0
 KEEP_ANCHOR = "headroom/"
 
@@ -83,6 +87,7 @@ class Keepers:
                 move = None  # given up lately: left alone a cooldown
             self._record(records, kept, moved, moving=move is not None or busy)
             if move is None:
+                self._protect(state, kept.count.holding, records)
                 continue
             victims = [Victim(s.pod.key, s.workload, s.pod.node or "") for s in move.shifts]
             record = Keeping(
@@ -104,6 +109,27 @@ class Keepers:
             self.advance(state, wanted.name, record, now, [])
             started = wanted.name
         return started
+
+    def _protect(self, state: ClusterState, nodes: tuple[str, ...], records: Records) -> None:
+        """The PreferNoSchedule taint on each node that holds kept room (not on those a move under
+        way holds NoSchedule)."""
+        moving = {v.node for r in records.keepings.values() if r is not None for v in r.victims}
+        for name in nodes:
+            node = state.nodes.get(name)
+            if node is not None and name not in moving:
+                self._set_taint(node, TAINT)
+
+    def _set_taint(self, node: Node, taint: Taint, record: Keeping | None = None) -> None:
+        """The headroom taint of ``taint``'s effect on the node (the other effect replaced)."""
+        mine = [t for t in node.taints if t.key == HEADROOM_TAINT]
+        if mine and all(t.effect is taint.effect for t in mine):
+            return
+        if mine:
+            self.s.act(self.s.cluster.untaint_node, node.name, HEADROOM_TAINT)
+        if record is not None:
+            self.s.gated(Action.TAINT, record, node.name, self.s.cluster.taint_node, node.name, taint)
+        else:
+            self.s.act(self.s.cluster.taint_node, node.name, taint)
 
     def _record(self, records: Records, kept: Kept, moved: list[tuple[float, str]], moving: bool) -> None:
         c = kept.count
@@ -144,15 +170,17 @@ class Keepers:
     def _carry_on(self, state: ClusterState, record: Keeping, now: float) -> None:
         anchor = keep_anchor(record.target)
         label = f"headroom {record.target}"
-        for name in sorted({v.node for v in record.victims}):
-            found = state.nodes.get(name)
-            if found is not None and all(t.key != HEADROOM_TAINT for t in found.taints):
-                self.s.gated(Action.TAINT, record, name, self.s.cluster.taint_node, name, TAINT)
+        nodes = [n for n in (state.nodes.get(v) for v in sorted({v.node for v in record.victims})) if n]
+        holding = record.phase is Phase.HOLDING
+        for node in nodes:
+            self._set_taint(node, MOVING_TAINT if holding else TAINT, record)
         if record.phase is Phase.HOLDING:
             if not self.s.surge(state, record, anchor, label):
                 return
             record.phase, record.since = Phase.DRAINING, now
             self.s.save(record)
+            for node in nodes:  # the replacements are Ready elsewhere: GPU pods may land, CPU pods not
+                self._set_taint(node, TAINT, record)
         self.s.shrink(state, record)
         if now - record.since >= 2 * self.s.config.interval:
             self.s.evict_victims(state, record, anchor, label, now)
@@ -168,6 +196,10 @@ class Keepers:
         if record is not None:
             self.s.undo_moves(state, record)
             self.s.cool_down(state, record, now)
+            for node in sorted({v.node for v in record.victims}):
+                found = state.nodes.get(node)
+                if found is not None and any(t == MOVING_TAINT for t in found.taints):
+                    self.s.act(self.s.cluster.untaint_node, node, HEADROOM_TAINT)
         self.s.act(self.s.cluster.delete_record, RecordKind.KEEPING, name)
         self.s.retry[RetryKey.skipped_target(name)] = Retry(now + self.s.config.cooldown, 1)
         for node in sorted({v.node for v in record.victims}) if record is not None else ():
@@ -176,14 +208,29 @@ class Keepers:
         log.info("keeping room stopped", extra={"target": name, "reason": why})
 
     def collect_orphans(self, state: ClusterState, records: Records, keeping: bool) -> None:
-        """A headroom taint where no target keeps room (the strategy changed, a target went, a
-        controller died between two actions): removed. ``keeping``: the keeper runs."""
+        """A headroom taint that nothing explains: where no target keeps room (the strategy changed,
+        a target went), or NoSchedule with no move under way (a controller died between two
+        actions). ``keeping``: the keeper runs."""
         groups = {w.group for w in self.targets(state)} if keeping else set()
-        for node in state.nodes.values():
-            tainted = any(t.key == HEADROOM_TAINT for t in node.taints)
-            moving = any(v.node == node.name for r in records.keepings.values() if r for v in r.victims)
-            if tainted and node.group not in groups and not moving:
-                self.s.act(self.s.cluster.untaint_node, node.name, HEADROOM_TAINT)
+
+        def orphans(store: Records) -> list[str]:
+            moving = {v.node for r in store.keepings.values() if r is not None for v in r.victims}
+            out = []
+            for node in state.nodes.values():
+                mine = [t for t in node.taints if t.key == HEADROOM_TAINT]
+                if not mine or node.name in moving:
+                    continue
+                if node.group not in groups or any(
+                    t.effect is not TaintEffect.PREFER_NO_SCHEDULE for t in mine
+                ):
+                    out.append(node.name)
+            return out
+
+        found = orphans(records)
+        if found and keeping:  # a move this round started is in the store, not in the round's first read
+            found = orphans(self.s.cluster.records())
+        for name in found:
+            self.s.act(self.s.cluster.untaint_node, name, HEADROOM_TAINT)
 
     def buffer(self, state: ClusterState) -> None:
         """The CPU group's buffer for moved replicas, when ``headroom.cpu_buffer`` asks for one: room

@@ -61,6 +61,7 @@ class RoomCount:
     wanted: int
     free: int
     possible: int
+    holding: tuple[str, ...] = ()  # the group's nodes with room for at least one such pod now
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +211,8 @@ def keep_room(
         )
     free = sum(n[1] for n in nodes)
     possible = sum(n[2] for n in nodes)
-    count = RoomCount(wanted.name, wanted.group, whom, wanted.count, free, possible)
+    holding = tuple(n[0].name for n in nodes if n[1] > 0)
+    count = RoomCount(wanted.name, wanted.group, whom, wanted.count, free, possible, holding)
     short = min(wanted.count, possible) - free
     if short <= 0:
         why = "" if free >= wanted.count else f"the group can hold at most {possible} such pod(s)"
