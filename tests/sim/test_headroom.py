@@ -170,3 +170,23 @@ def test_a_bad_target_is_refused(tmp_path: Path, change: str, where: str) -> Non
     result = cli("simulate", target)
     assert result.exit_code == 2
     assert f"controller.headroom.{where}" in result.stderr, result.stderr
+
+
+def test_the_scheduler_scores_prefer_no_schedule_taints_as_taint_toleration_does() -> None:
+    from tests.builders.scenario import group, scenario, workload
+    from tests.builders.scenario import run as run_scenario
+
+    soft = [{"key": "makeroom.io/headroom", "effect": "PreferNoSchedule"}]
+    groups = [group("a", taints=soft), group("b")]  # a-0 is the older node: ties go to it
+
+    def node_of(w: dict[str, Any]) -> str | None:
+        sim, _ = run_scenario(scenario(groups, [w]), until=1.0)
+        (pod,) = sim.world.state.pods.values()
+        return pod.node
+
+    assert node_of(workload("cpu-pod", 1)) == "b-0"  # steered off the tainted node
+    tolerating = workload("tolerant", 1, tolerations=[{"key": "makeroom.io/headroom", "operator": "Exists"}])
+    assert node_of(tolerating) == "a-0"  # no preference: the tie goes to the oldest node
+    only = [group("a", taints=soft)]
+    sim, _ = run_scenario(scenario(only, [workload("cpu-pod", 1)]), until=1.0)
+    assert [p.node for p in sim.world.state.pods.values()] == ["a-0"]  # a preference, not a filter

@@ -47,6 +47,9 @@ class Strategy(StrEnum):
         return self in (Strategy.MIGRATE, Strategy.HEADROOM)
 
 
+CURES: tuple[Strategy, ...] = tuple(s for s in Strategy if s is not Strategy.HEADROOM)
+"""The strategies that act once a pod waits: what ``compare`` and ``demo`` run by default."""
+
 RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE})
 """The strategies that ``makeroom run`` accepts. ``headroom`` runs in the simulator only: its records
 have no custom resources on a live cluster yet (docs/headroom.md, "Limits")."""
