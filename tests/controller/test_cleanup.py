@@ -11,6 +11,7 @@ from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.clock import Phase
 from makeroom.sim.port import SimCluster
+from tests.builders.scenario import example
 from tests.conftest import seed
 from tests.controller.support import leftovers
 
@@ -64,3 +65,32 @@ def test_cleanup_of_a_clean_cluster_does_nothing() -> None:
     port = SimCluster(sim.world)
     report = Controller(port, port, ControllerConfig()).clean_up("nothing to do")
     assert report.actions == 0 and report.rolled_back == []
+
+
+@pytest.mark.parametrize("at", [10.0, 200.0])  # a move under way (surged, nodes NoSchedule); room kept
+def test_cleanup_removes_headroom_s_taints_and_records(at: float) -> None:
+    scenario = load_scenario(example("headroom-seed-5"))
+    sim = Simulation(scenario, Options(strategy=Strategy.HEADROOM))
+    config = scenario.spec.controller_config(Strategy.HEADROOM)
+    port = SimCluster(sim.world)
+    controller = Controller(port, port, config)
+    running = [True]
+
+    def tick() -> None:
+        if running[0]:
+            controller.tick()
+
+    sim.every(config.interval, Phase.CONTROLLER, tick)
+    sim.run(until=at)
+    assert port.records().headroom, "the targets' records are there"
+    assert any(t.key == "makeroom.io/headroom" for n in sim.world.state.nodes.values() for t in n.taints)
+    running[0] = False
+
+    assert Controller(port, port, config).clean_up("makeroom is being removed").actions > 0
+    leaving = {p.name for p in sim.world.state.pods.values() if p.terminating}
+    left = [x for x in leftovers(sim, scenario) if x.split(":")[0].removeprefix("pod ") not in leaving]
+    assert [x for x in left if not x.startswith("workload text-model")] == []  # its burst is at 5m
+    assert Controller(port, port, config).clean_up("again").actions == 0
+    result = sim.run()
+    assert result.data["workloads"]["api"]["ready_at_end"] == 8
+    assert leftovers(sim, scenario) == []
