@@ -59,7 +59,7 @@ class Consolidation:
     saving_per_hour: float = 0.0
 
     def why(self) -> str:
-        added = ", ".join(f"{n} new {g} node(s)" for g, n in self.scale_ups.items()) or "no new node"
+        added = new_nodes_text(self.scale_ups)
         return (
             f"moving {len(self.shifts)} pod(s) off {self.node} ({self.group}) with {added} "
             f"saves {self.saving_per_hour:.3f}/h"
@@ -150,11 +150,20 @@ def _place(
     if found is None:
         return None
     shifts, new_nodes = found
-    scale_ups: dict[str, int] = {}
-    for g in new_nodes:
-        scale_ups[g.name] = scale_ups.get(g.name, 0) + 1
     saving = group.price_per_hour - sum(g.price_per_hour for g in new_nodes)
-    return Consolidation(node.name, group.name, tuple(shifts), scale_ups, saving)
+    return Consolidation(node.name, group.name, tuple(shifts), by_group(new_nodes), saving)
+
+
+def by_group(new_nodes: list[NodeGroup]) -> dict[str, int]:
+    """New nodes counted by group (a plan's scale-ups)."""
+    out: dict[str, int] = {}
+    for g in new_nodes:
+        out[g.name] = out.get(g.name, 0) + 1
+    return out
+
+
+def new_nodes_text(scale_ups: dict[str, int]) -> str:
+    return ", ".join(f"{n} new {g} node(s)" for g, n in scale_ups.items()) or "no new node"
 
 
 def place(

@@ -20,7 +20,7 @@ from makeroom.model.resources import GPU_RESOURCES, Vector
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
 from makeroom.planner.budgets import Budgets
-from makeroom.planner.consolidate import Shift, place
+from makeroom.planner.consolidate import Shift, by_group, new_nodes_text, place
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import Policy
 
@@ -81,7 +81,7 @@ class KeepMove:
         return sorted({s.pod.node for s in self.shifts if s.pod.node is not None})
 
     def why(self) -> str:
-        added = ", ".join(f"{n} new {g} node(s)" for g, n in self.scale_ups.items()) or "no new node"
+        added = new_nodes_text(self.scale_ups)
         return (
             f"moving {len(self.shifts)} CPU-only pod(s) off {', '.join(self.nodes)} ({self.group}) "
             f"with {added} "
@@ -250,11 +250,9 @@ def keep_room(
         )
         return Kept(count, None, why)
     shifts, new_nodes = placed
-    scale_ups: dict[str, int] = {}
-    for g in new_nodes:
-        scale_ups[g.name] = scale_ups.get(g.name, 0) + 1
     price = sum(g.price_per_hour for g in new_nodes)
-    return Kept(count, KeepMove(wanted.name, wanted.group, tuple(shifts), scale_ups, price, gained), "")
+    move = KeepMove(wanted.name, wanted.group, tuple(shifts), by_group(new_nodes), price, gained)
+    return Kept(count, move, "")
 
 
 def _fewest(state: ClusterState, req: Vector, room: Vector, movable: list[Pod], goal: int) -> list[Pod]:
