@@ -218,3 +218,16 @@ def test_run_refuses_a_selector_it_cannot_read_naming_its_flag(args: list[str], 
     result = cli("run", *args, "--kubeconfig", "/nonexistent")
     assert result.exit_code == 2
     assert result.stderr.startswith(f"makeroom: {flag}: "), result.stderr
+
+
+def test_a_headroom_target_out_of_range_is_named() -> None:
+    from makeroom.controller.config import HeadroomConfig, RoomTarget
+
+    bad = HeadroomConfig(targets=(RoomTarget("gpu", 0, workload="m"), RoomTarget("gpu", 1)))
+    found = [(p.path, p.message) for p in ControllerConfig(headroom=bad).problems()]
+    assert found == [
+        ("headroom.targets", "[0].count: expected a number of pods from 1 to 150000, got 0"),
+        ("headroom.targets", "[1].for: expected exactly one of priority_class, workload, requests"),
+    ]
+    good = HeadroomConfig(targets=(RoomTarget("gpu", 2, priority_class="api-critical"),))
+    assert ControllerConfig(headroom=good).problems() == []
