@@ -190,3 +190,12 @@ def test_the_scheduler_scores_prefer_no_schedule_taints_as_taint_toleration_does
     only = [group("a", taints=soft)]
     sim, _ = run_scenario(scenario(only, [workload("cpu-pod", 1)]), until=1.0)
     assert [p.node for p in sim.world.state.pods.values()] == ["a-0"]  # a preference, not a filter
+
+
+def test_cpu_buffer_asks_the_autoscaler_once_for_room_in_the_cpu_group() -> None:
+    sim, result = run(burst(cpu_buffer=2))
+    requests, replicas = sim.world.buffers["cpu"]
+    assert replicas == 2 and requests["cpu"] == 1000  # room for two API replicas
+    assert len(kinds(result, "capacity_buffer")) == 1  # asked once, not every round
+    off, result = run(burst())
+    assert off.world.buffers == {} and kinds(result, "capacity_buffer") == []
