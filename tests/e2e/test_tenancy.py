@@ -75,7 +75,7 @@ def once_the_policy_holds(
 def records(
     cp: ControlPlane,
     namespace: str,
-    plurals: tuple[str, ...] = ("relocations", "consolidations", "cooldowns"),
+    plurals: tuple[str, ...] = ("relocations", "consolidations", "cooldowns", "keepings", "headrooms"),
 ) -> list[str]:
     from kubernetes import client
 
@@ -155,6 +155,8 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
         ("mr-makeroom", "relocations"),
         ("mr-makeroom", "consolidations"),
         ("mr-makeroom", "cooldowns"),
+        ("mr-makeroom", "keepings"),
+        ("mr-makeroom", "headrooms"),
         ("mr-makeroom", "leases"),
     }
     (lease_rule,) = [r for r in rules["mr-makeroom"] if "delete" in r["verbs"] and "leases" in r["resources"]]

@@ -34,12 +34,12 @@ class Strategy(StrEnum):
 
     HEADROOM = "headroom"
     """As ``migrate``, and ahead of demand: room for the GPU pods of ``controller.headroom`` is kept
-    free on their nodes by moving CPU-only pods off them (docs/headroom.md). Simulator only for now."""
+    free on their nodes by moving CPU-only pods off them (docs/headroom.md)."""
 
     @property
     def relocates(self) -> bool:
         """Whether the strategy needs the relocation controller."""
-        return self in RELOCATING or self is Strategy.HEADROOM
+        return self in RELOCATING
 
     @property
     def make_before_break(self) -> bool:
@@ -50,9 +50,8 @@ class Strategy(StrEnum):
 CURES: tuple[Strategy, ...] = tuple(s for s in Strategy if s is not Strategy.HEADROOM)
 """The strategies that act once a pod waits: what ``compare`` and ``demo`` run by default."""
 
-RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE})
-"""The strategies that ``makeroom run`` accepts. ``headroom`` runs in the simulator only: its records
-have no custom resources on a live cluster yet (docs/headroom.md, "Limits")."""
+RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE, Strategy.HEADROOM})
+"""The strategies that run the relocation controller (``makeroom run`` accepts only these)."""
 
 
 Rule = Callable[[Any], Any]
@@ -209,7 +208,7 @@ class ControllerConfig:
         None,
         "--strategy",
         "controller.strategy",
-        "evict or migrate (headroom: the simulator only)",
+        "evict, migrate or headroom (migrate plus room kept for GPU pods: docs/headroom.md)",
     )
     interval: float = knob(
         2.0,

@@ -223,7 +223,7 @@ class KubeCluster:
     # --- makeroom's records ------------------------------------------------------------------------
     def records(self) -> Records:
         out = Records()
-        for kind in crs.PLURALS:  # the kinds with custom resources (headroom's: the simulator only)
+        for kind in crs.PLURALS:
             found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
