@@ -136,6 +136,13 @@ def test_a_strategy_given_as_text_becomes_the_enum() -> None:
         (["--max-moves", "-5"], "--max-moves"),
         (["--consolidation-max-moves", "0"], "--consolidation-max-moves"),
         (["--consolidation-window", "0s"], "--consolidation-window"),
+        (["--headroom-target", "gpu:0:workload=ml/model"], "--headroom-target"),
+        (["--headroom-target", "gpu:2:teleport=x"], "--headroom-target"),
+        (["--headroom-target", "gpu:two:workload=ml/model"], "--headroom-target"),
+        (["--headroom-max-price", "nan"], "--headroom-max-price"),
+        (["--headroom-max-moves-per-hour", "0"], "--headroom-max-moves-per-hour"),
+        (["--headroom-cpu-buffer", "-1"], "--headroom-cpu-buffer"),
+        (["--headroom-cooldown", "-1s"], "--headroom-cooldown"),
     ],
 )
 def test_run_refuses_a_knob_out_of_range_naming_its_flag(args: list[str], flag: str) -> None:
@@ -153,6 +160,9 @@ def test_run_refuses_a_knob_out_of_range_naming_its_flag(args: list[str], flag: 
         ("consolidation: {window: 0s}", "controller.consolidation.window"),
         ("cooldown: .inf", "controller.cooldown"),
         ("consolidation: {min_saving: .nan}", "controller.consolidation.min_saving"),
+        ("headroom: {max_price_per_hour: -1}", "controller.headroom.max_price_per_hour"),
+        ("headroom: {cpu_buffer: 1.5}", "controller.headroom.cpu_buffer"),
+        ("headroom: {max_moves_per_hour: 0}", "controller.headroom.max_moves_per_hour"),
     ],
 )
 def test_a_scenario_knob_out_of_range_is_refused_with_its_key_path(
@@ -218,6 +228,31 @@ def test_run_refuses_a_selector_it_cannot_read_naming_its_flag(args: list[str], 
     result = cli("run", *args, "--kubeconfig", "/nonexistent")
     assert result.exit_code == 2
     assert result.stderr.startswith(f"makeroom: {flag}: "), result.stderr
+
+
+def test_the_chart_s_headroom_values_reach_the_controller(tmp_path: Path) -> None:
+    from makeroom.cli.run import controller_of_args
+    from makeroom.controller.config import HeadroomConfig, RoomTarget
+
+    args = [
+        "--strategy=headroom",
+        "--headroom-target=gpu:2:workload=ml/model",
+        "--headroom-target=gpu:1:priority-class=api-critical",
+        "--headroom-max-price=0.5",
+        "--headroom-cooldown=10m",
+        "--headroom-cpu-buffer=3",
+    ]
+    config, _ = controller_of_args(args, "deployment makeroom")
+    assert config.strategy is Strategy.HEADROOM
+    assert config.headroom == HeadroomConfig(
+        targets=(
+            RoomTarget("gpu", 2, workload="ml/model"),
+            RoomTarget("gpu", 1, priority_class="api-critical"),
+        ),
+        max_price_per_hour=0.5,
+        cooldown=600.0,
+        cpu_buffer=3,
+    )
 
 
 def test_a_headroom_target_out_of_range_is_named() -> None:

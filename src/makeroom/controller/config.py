@@ -167,8 +167,8 @@ class HeadroomConfig:
     targets: tuple[RoomTarget, ...] = knob(
         (),
         None,
-        None,
-        None,
+        "--headroom-target",
+        "headroom.targets",
         "the room to keep: per group, room for count pods of a PriorityClass's or a workload's GPU "
         "pods, or of given requests (none: under the headroom strategy, room for one pod of the "
         "highest-priority GPU workload in each GPU group)",
@@ -176,26 +176,30 @@ class HeadroomConfig:
     max_price_per_hour: float = knob(
         0.0,
         PRICE,
-        None,
-        None,
+        "--headroom-max-price",
+        "headroom.maxPricePerHour",
         "what keeping the room may cost: a new CPU node for moved pods only when its hourly price "
         "fits (0: only room that exists)",
     )
     cooldown: float = knob(
         1800.0,
         NON_NEGATIVE,
-        None,
-        None,
+        "--headroom-cooldown",
+        "headroom.cooldown",
         "a workload whose pods were moved to keep room is not moved for it again within this time",
     )
     max_moves_per_hour: int = knob(
-        10, AT_LEAST_ONE, None, None, "the pods moved to keep room per hour, at most"
+        10,
+        AT_LEAST_ONE,
+        "--headroom-max-moves-per-hour",
+        "headroom.maxMovesPerHour",
+        "the pods moved to keep room per hour, at most",
     )
     cpu_buffer: int = knob(
         0,
         PODS,
-        None,
-        None,
+        "--headroom-cpu-buffer",
+        "headroom.cpuBuffer",
         "pods' worth of room the autoscaler is asked to keep in the CPU group for moved replicas (a "
         "CapacityBuffer where the API exists; 0: none)",
     )
