@@ -57,6 +57,7 @@ def test_the_seed_runs_headroom_by_default_and_records_what_it_holds() -> None:
     assert all(e["t"] < 300 for e in kinds(result, "room_kept"))  # before the burst at 5m
     record = kept_room(sim)
     assert record["wanted"] == 2 and record["whom"] == "text-model"
+    assert [m["workload"] for m in record["moved"]] == ["api", "api"]  # one entry per pod moved
     # the burst took the room it was kept for: nothing can be freed on those nodes any more
     assert record["free"] == 0
     assert {t.key for n in sim.world.state.nodes.values() if n.group == "gpu" for t in n.taints} == {
@@ -103,6 +104,18 @@ def test_the_hourly_move_limit_holds() -> None:
     sim, result = run(data)
     assert kinds(result, "keeping_room_started") == []
     assert "1 left this hour" in kept_room(sim)["why"]
+
+
+def test_the_hourly_limit_counts_pods_not_workloads() -> None:
+    data = burst(cooldown="0s", max_price_per_hour=0.17, max_moves_per_hour=3)
+    data["events"] = [
+        {"at": "1m", "scale": {"workload": "text-model", "replicas": 2}},
+        {"at": "3m", "scale": {"workload": "text-model", "replicas": 0}},
+        {"at": "4m", "scale": {"workload": "api", "replicas": 10}},  # two more API pods on GPU nodes
+    ]
+    sim, result = run(data)
+    assert len(kinds(result, "keeping_room_started")) == 2  # both nodes at 0s, then never again
+    assert "needs 2 moves; 1 left this hour" in kept_room(sim)["why"]
 
 
 def test_a_budget_of_zero_disruptions_is_never_broken() -> None:

@@ -55,11 +55,18 @@ class Keepers:
     def active(records: Records) -> list[tuple[str, Keeping | None]]:
         return sorted(records.keepings.items())
 
-    def moved(self, records: Records, now: float) -> list[tuple[float, str]]:
-        """The moves to keep room still counted: within the hour (the limit) or the cooldown."""
-        keep = max(HOUR, self.s.config.headroom.cooldown)
+    def _window(self) -> float:
+        return max(HOUR, self.s.config.headroom.cooldown)
+
+    def moved(self, records: Records, now: float, target: str | None = None) -> list[tuple[float, str]]:
+        """The pods moved to keep room still counted, one (when, workload) each: within the hour (the
+        limit) or the cooldown; of every target, or of ``target`` only."""
         return sorted(
-            {m for r in records.headroom.values() if r is not None for m in r.moved if now - m[0] < keep}
+            m
+            for name, r in records.headroom.items()
+            if r is not None and target in (None, name)
+            for m in r.moved
+            if now - m[0] < self._window()
         )
 
     def keep(self, live: Live, records: Records) -> str | None:
@@ -85,7 +92,8 @@ class Keepers:
             move = kept.move if not busy and started is None else None
             if move is not None and self.s.waiting(RetryKey.skipped_target(wanted.name), now):
                 move = None  # given up lately: left alone a cooldown
-            self._record(records, kept, moved, moving=move is not None or busy)
+            own = self.moved(records, now, wanted.name)
+            self._record(records, kept, own, moving=move is not None or busy)
             if move is None:
                 self._protect(state, kept.count.holding, records)
                 continue
@@ -101,7 +109,7 @@ class Keepers:
                 target=wanted.name,
             )
             self.s.save(record)
-            fresh = moved + [(now, v.workload) for v in victims if v.workload is not None]
+            fresh = own + [(now, v.workload) for v in victims if v.workload is not None]
             self._record(records, kept, fresh, moving=True)
             for node in move.nodes:
                 self.s.event(ObjectKind.NODE, node, Reason.KEEPING_ROOM, move.why())
