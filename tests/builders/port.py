@@ -10,7 +10,6 @@ from typing import Any
 from makeroom.controller import NotFoundError, ObjectKind, Reason
 from makeroom.controller.records import (
     Consolidation,
-    Cooldown,
     Record,
     RecordKind,
     Records,
@@ -30,10 +29,10 @@ class FakeCluster:
     events: list[tuple[ObjectKind, str, Reason, str]] = field(default_factory=list)
     stored: dict[tuple[RecordKind, str], dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # namespace -> extra labels
-    buffers: dict[str, tuple[Resources, int]] = field(default_factory=dict)  # group -> CapacityBuffer
     owners: dict[str, str | None] = field(
         default_factory=dict
     )  # pod key -> its Deployment, if not its workload
+    buffers: dict[str, tuple[Resources, int]] = field(default_factory=dict)  # keep_buffer's, by group
 
     # Clock
     def now(self) -> float:
@@ -55,12 +54,7 @@ class FakeCluster:
     def records(self) -> Records:
         out = Records()
         for (kind, subject), fields in self.stored.items():
-            if kind is RecordKind.RELOCATION:
-                out.relocations[subject] = Relocation.from_fields(fields)
-            elif kind is RecordKind.CONSOLIDATION:
-                out.consolidations[subject] = Consolidation.from_fields(fields)
-            else:
-                out.cooldowns[subject] = Cooldown.from_fields(fields)
+            out.read(kind, subject, fields)
         return out
 
     def save_record(self, record: Stored) -> None:
@@ -122,15 +116,12 @@ class FakeCluster:
         self.calls.append(("scale", workload))
         self.state.workloads[workload].replicas = replicas
 
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self.calls.append(("keep_buffer", group))
+        self.buffers[group] = (requests, replicas)
+
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.events.append((kind, name, reason, message))
-
-    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
-        self.calls.append(("buffer", group))
-        if replicas:
-            self.buffers[group] = (requests, replicas)
-        else:
-            self.buffers.pop(group, None)
 
 
 def _apply(annotations: dict[str, str], changes: Mapping[str, str | None]) -> None:

@@ -89,21 +89,21 @@ class CrashingPort:
         self._step()
         self.inner.scale(workload, replicas)
 
-    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
-        self.inner.emit_event(kind, name, reason, message)
-
     def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
         self._step()
         self.inner.keep_buffer(group, requests, replicas)
 
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        self.inner.emit_event(kind, name, reason, message)
+
 
 def run_with_crash(
-    scenario: Scenario, strategy: Strategy, crash_at: int | None
+    scenario: Scenario, strategy: Strategy, crash_at: int | None, config: ControllerConfig | None = None
 ) -> tuple[Simulation, Result, int]:
     """Run with the controller killed before its ``crash_at``-th action and a fresh one started
     on the next reconciliation; returns the simulation, its result and the actions counted."""
     sim = Simulation(scenario, Options(strategy=strategy))
-    config = ControllerConfig(strategy=strategy)
+    config = config or ControllerConfig(strategy=strategy)
     counter = [0]
     port = CrashingPort(SimCluster(sim.world), crash_at, counter)
     alive: list[Controller] = [Controller(port, port, config)]

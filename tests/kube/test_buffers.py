@@ -185,7 +185,7 @@ def test_dry_run_only_says_it() -> None:
     server = with_nodes()
     dry = DryRunCluster(cluster(server))
     dry.keep_buffer("cpu", ONE, 2)
-    assert [(w.verb, w.target, w.detail["replicas"]) for w in dry.would] == [("buffer", "cpu", 2)]
+    assert [(w.verb, w.target, w.detail["replicas"]) for w in dry.would] == [("keep-buffer", "cpu", 2)]
     assert not [c for c in server.calls if c[0] != "GET"]
 
 

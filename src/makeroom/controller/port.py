@@ -105,11 +105,11 @@ class Cluster(Protocol):
         """Set spec.replicas through the scale subresource."""
         ...
 
-    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
-        """A Kubernetes Event on the object (``name``: a pod's key, a node's name)."""
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        """Ask the autoscaler to keep room for ``replicas`` pods of ``requests`` in ``group``
+        (a CapacityBuffer; 0 removes it)."""
         ...
 
-    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
-        """Ask the autoscaler to keep room for ``replicas`` pods of ``requests`` in ``group`` (a
-        CapacityBuffer; 0 removes it)."""
+    def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
+        """A Kubernetes Event on the object (``name``: a pod's key, a node's name)."""
         ...

@@ -43,7 +43,7 @@ from makeroom.controller.port import (
     NotFoundError,
 )
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
+from makeroom.controller.records import Moves, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
 from makeroom.kube import buffers
 from makeroom.kube import records as crs
@@ -231,7 +231,7 @@ class KubeCluster:
     # --- makeroom's records ------------------------------------------------------------------------
     def records(self) -> Records:
         out = Records()
-        for kind in RecordKind:
+        for kind in crs.PLURALS:
             found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
@@ -259,7 +259,7 @@ class KubeCluster:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
         # The action is on the record's subject (its pod or node), as the metrics and logs name it.
         detail = {"kind": record.kind.value}
-        detail.update({"phase": record.phase.value} if not isinstance(record, Cooldown) else {})
+        detail.update({"phase": record.phase.value} if isinstance(record, Moves) else {})
         self._guard("record", record.subject, detail)
         self._apply(path, crs.to_object(record, self.records_namespace))
         self.in_flight[record.kind].add(record.subject)
