@@ -140,8 +140,8 @@ def test_headroom_ends_on_the_real_components_as_in_the_simulator(
     as in the simulator: the outcome columns. Not the time to Ready (reported, not compared): on
     2026-12-01 the real runs readied seed-1's text-generator at 142.6 s and the burst's text-model at
     289 s (scenario time) where the simulator says 60 s and 90 s, their startup times: on the live
-    cluster the keeper wrote its Headroom record every round but moved nothing before the GPU pods
-    came, and the cure (relocation) made their room (e2e/README.md, "Fidelity")."""
+    cluster the cure (relocation) made their room (one and two relocations); on the burst seed the
+    keeper wrote its Headroom record twice and started no Keeping move before the burst."""
     case = run_case(cp, seed, strategy, tmp_path)
     print(_report(case))
     out = cache_root() / "logs" / "parity"
