@@ -28,85 +28,81 @@ from makeroom.model import Resources
 
 pytestmark = pytest.mark.e2e
 
+
+def filler(group: str, cpu: str) -> str:
+    """A pod of ``cpu`` pinned to ``group``'s first node, as a scenario's workload entry."""
+    return f"""\
+  - name: {group}-filler
+    replicas: 1
+    priority: 100
+    requests: {{cpu: "{cpu}", memory: 1Gi}}
+    node_selector: {{makeroom.io/group: {group}}}
+    startup_time: 5s
+    termination_grace: 5s
+    placement: {{{group}: 1}}
+"""
+
+
 SCENARIO = textwrap.dedent(
     """\
-    version: 1
-    name: e2e-capacity-buffer
-    duration: 10m
-    node_groups:
-      - name: cpu
-        capacity: {cpu: "4", memory: 16Gi, pods: 110}
-        min: 1
-        max: 2
-        initial: 1
-        price_per_hour: 0.2
-        provision_time: 20s
-      - name: gpu
-        capacity: {cpu: "8", memory: 32Gi, pods: 110, nvidia.com/gpu: 1}
-        min: 1
-        max: 2
-        initial: 1
-        price_per_hour: 1.0
-        provision_time: 20s
-    autoscaler:
-      scan_interval: 10s
-      scale_down_unneeded_time: 60s
-      scale_down_delay_after_add: 60s
-    workloads:
-      - name: filler
-        replicas: 1
-        priority: 100
-        requests: {cpu: "3", memory: 1Gi}
-        node_selector: {makeroom.io/group: cpu}
-        startup_time: 5s
-        termination_grace: 5s
-        placement: {cpu: 1}
-    """
-)
-KARPENTER = textwrap.dedent(
-    """\
-    version: 1
-    name: e2e-capacity-buffer-karpenter
-    duration: 10m
-    autoscaler:
-      kind: karpenter
-    node_groups:
-      - name: cpu
-        instance_types:
-          - {name: cpu-4x, capacity: {cpu: "4", memory: 16Gi, pods: 110}, price_per_hour: 0.2}
-        min: 1
-        max: 2
-        initial: 1
-        provision_time: 20s
-        disruption: {consolidation_policy: WhenEmpty}
-      - name: gpu
-        instance_types:
-          - name: gpu-8x
+        version: 1
+        name: e2e-capacity-buffer
+        duration: 10m
+        node_groups:
+          - name: cpu
+            capacity: {cpu: "4", memory: 16Gi, pods: 110}
+            min: 1
+            max: 2
+            initial: 1
+            price_per_hour: 0.2
+            provision_time: 20s
+          - name: gpu
             capacity: {cpu: "8", memory: 32Gi, pods: 110, nvidia.com/gpu: 1}
+            min: 1
+            max: 2
+            initial: 1
             price_per_hour: 1.0
-        min: 1
-        max: 2
-        initial: 1
-        provision_time: 20s
-        disruption: {consolidation_policy: WhenEmpty}
-    workloads:
-      - name: filler
-        replicas: 1
-        priority: 100
-        requests: {cpu: "3", memory: 1Gi}
-        node_selector: {makeroom.io/group: cpu}
-        startup_time: 5s
-        termination_grace: 5s
-        placement: {cpu: 1}
-      - name: gpu-filler  # gpu-0 not empty: Karpenter consolidates an empty node at once
-        replicas: 1
-        priority: 100
-        requests: {cpu: "1", memory: 1Gi}
-        node_selector: {makeroom.io/group: gpu}
-        startup_time: 5s
-        termination_grace: 5s
-        placement: {gpu: 1}
-    """
+            provision_time: 20s
+        autoscaler:
+          scan_interval: 10s
+          scale_down_unneeded_time: 60s
+          scale_down_delay_after_add: 60s
+        workloads:
+        """
+) + filler("cpu", "3")
+# gpu-0 carries a pod: Karpenter consolidates an empty node at once.
+KARPENTER = (
+    textwrap.dedent(
+        """\
+        version: 1
+        name: e2e-capacity-buffer-karpenter
+        duration: 10m
+        autoscaler:
+          kind: karpenter
+        node_groups:
+          - name: cpu
+            instance_types:
+              - {name: cpu-4x, capacity: {cpu: "4", memory: 16Gi, pods: 110}, price_per_hour: 0.2}
+            min: 1
+            max: 2
+            initial: 1
+            provision_time: 20s
+            disruption: {consolidation_policy: WhenEmpty}
+          - name: gpu
+            instance_types:
+              - name: gpu-8x
+                capacity: {cpu: "8", memory: 32Gi, pods: 110, nvidia.com/gpu: 1}
+                price_per_hour: 1.0
+            min: 1
+            max: 2
+            initial: 1
+            provision_time: 20s
+            disruption: {consolidation_policy: WhenEmpty}
+        workloads:
+        """
+    )
+    + filler("cpu", "3")
+    + filler("gpu", "1")
 )
 ROOM = Resources.parse({"cpu": "2", "memory": "1Gi"})
 
@@ -181,7 +177,7 @@ def keeps_a_node_and_lets_it_go(
         after_removal()
         cp.wait_for(lambda: watch().get("cpu") == 1, 120, "the buffer's node scaled down")
         assert peak == {"cpu": 2, "gpu": 1}
-        assert len(ls.ready_pods("filler")) == 1
+        assert len(ls.ready_pods("cpu-filler")) == 1
         # The cleanup hook's way, with the chart's permissions: found by its labels, deleted.
         kc.keep_buffer("cpu", Resources.parse({"cpu": "500m"}), 1)  # fits on cpu-0: no node
         assert kc.release_buffers() == [buffers.object_name("cpu")]
