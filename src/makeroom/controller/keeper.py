@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from makeroom.controller.config import RoomTarget
+from makeroom.controller.port import BuffersUnavailableError
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import HEADROOM_TAINT, Keeping, KeptRoom, Phase, RecordKind, Records, Victim
 from makeroom.controller.steps import Retry, RetryKey, Steps
@@ -262,7 +263,15 @@ class Keepers:
         largest = max(cpu_pods, key=lambda p: (int(state.requests_of(p.spec).sum()), p.key))
         wanted = (cpu_groups[0].name, largest.spec.requests, count)
         if wanted != self._buffer:  # one call per change, not one per round
-            self.s.act(self.s.cluster.keep_buffer, *wanted)
+            try:
+                self.s.act(self.s.cluster.keep_buffer, *wanted)
+            except BuffersUnavailableError as exc:
+                # No buffers here (no API, or the chart does not allow them): the room is kept by
+                # moves alone. Said once (the adapter logs why); asked again only when the buffer
+                # wanted changes, never retried every round as a failure.
+                log.info(
+                    "keeping room without a CapacityBuffer", extra={"group": wanted[0], "error": str(exc)}
+                )
             self._buffer = wanted
 
 
