@@ -441,8 +441,16 @@ def run_case(cp: ControlPlane, seed: Seed, strategy: str, tmp: Path, scale: floa
     t0 = time.monotonic()
     expander = str(sc.autoscaler.get("expander", "least-waste"))
     with makeroom_for(cp, strategy, groups, tmp, scale, expander) as launch:
-        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale)
+        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale, start=False)
         mr = launch(*(headroom_args(scenario, ls.namespace) if strategy == "headroom" else ()))
+        if (started := mr) is not None:
+            # The simulator's controller runs from t=0: the scenario's clock (its events) starts once
+            # makeroom acts, not while it is still starting (seconds of real time, a minute of
+            # scenario time at 0.1: seed-1's GPU replica came before headroom's first round).
+            cp.wait_for(
+                lambda: bool(started.messages("acting")) or not started.alive(), 60, "makeroom acting"
+            )
+        ls.start()
         watcher = Watcher(ls, raised_at(sc)).start()
         try:
             ls.wait_events_applied()
