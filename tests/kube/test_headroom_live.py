@@ -77,6 +77,11 @@ def test_a_deployment_scaled_to_zero_is_a_workload_of_its_template_s_shape() -> 
         assert w.spec.requests.requests_gpu() and w.spec.requests["cpu"] == 6000
         assert w.spec.priority_class == "api-critical" and w.spec.tolerations
         assert not state.pods
+    # A template's priority is not the class's (admission resolves that for pods): a tenant's number
+    # here is ignored, so it cannot steer headroom's default target.
+    lying = _model()
+    lying["spec"]["template"]["spec"]["priority"] = 2_000_000_000
+    assert state_from_objects([_gpu_node(), lying], unknown_groups=[]).workloads[MODEL].spec.priority == 0
 
 
 def test_a_bad_template_leaves_the_workload_out_not_the_snapshot() -> None:

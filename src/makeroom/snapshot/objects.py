@@ -517,7 +517,9 @@ class _Builder:
         annotations = str_map(meta.get("annotations"), f"{where}.metadata.annotations", self.problems)
         key = name if namespace == "default" else f"{namespace}/{name}"
         self.deployments[key] = (replicas, annotations)
-        template = _map(_map(spec, "template"), "spec")
+        # A template's priority is nobody's word: the API server resolves a pod's from its class on
+        # admission, and a tenant may write any number here (to steer headroom's default target).
+        template = {k: v for k, v in _map(_map(spec, "template"), "spec").items() if k != "priority"}
         if template.get("containers"):
             before = len(self.problems)
             parsed = self.pod_spec(template, f"{where}.spec.template")
