@@ -15,6 +15,8 @@ REQUIRED = (
     "cluster-autoscaler",
 )
 
+CAPACITY_BUFFER_CRD = "autoscaling.x-k8s.io_capacitybuffers.yaml"
+
 
 class MissingBinariesError(RuntimeError):
     """A required binary is absent: run `bash e2e/build.sh` first."""
@@ -45,6 +47,17 @@ class Binaries:
 
     def stages_dir(self) -> Path:
         return self.directory / "kwok-stages"
+
+    def capacity_buffer_crd(self) -> Path | None:
+        """The CapacityBuffer CRD (autoscaling.x-k8s.io): the cluster-autoscaler's own, from its source
+        that e2e/build.sh extracted into the cache, else Karpenter's copy of the same API
+        (e2e/build-karpenter.sh); None when neither is there."""
+        crd = CAPACITY_BUFFER_CRD
+        found = sorted(self.directory.parent.glob(f"src/ca-*/*/cluster-autoscaler/apis/config/crd/{crd}"))
+        if found:
+            return found[-1]
+        karpenter = self.directory / "karpenter-crds" / crd
+        return karpenter if karpenter.exists() else None
 
     def require(self) -> None:
         missing = self.missing()

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .binaries import Binaries, find_binaries
+from .binaries import Binaries, MissingBinariesError, find_binaries
 from .certs import Credentials, make_credentials
 from .procs import ComponentDiedError, Process, free_port, install_signal_handlers, wait_until
 
@@ -86,6 +86,9 @@ class AutoscalerSettings:
     initial_node_group_backoff_s: float = 300.0
     max_node_group_backoff_s: float = 1800.0
     scale_down_enabled: bool = True
+    capacity_buffers: bool = False
+    """The CapacityBuffer controller and its fake pods (--capacity-buffer-controller-enabled,
+    --capacity-buffer-pod-injection-enabled); the CRD is installed before the autoscaler starts."""
 
 
 def _kube_client() -> Any:
@@ -631,7 +634,11 @@ def autoscaler_args(cp: ControlPlane, s: AutoscalerSettings, port: int) -> list[
         "--kube-client-burst=400",
         f"--address=127.0.0.1:{port}",
         "--v=2",
-    ]
+    ] + (
+        ["--capacity-buffer-controller-enabled=true", "--capacity-buffer-pod-injection-enabled=true"]
+        if s.capacity_buffers
+        else []
+    )
 
 
 def priority_expander_configmap(groups: Sequence[str]) -> dict[str, Any]:
@@ -663,6 +670,29 @@ def autoscaler_env(cp: ControlPlane) -> dict[str, str]:
     }
 
 
+def install_crds(cp: ControlPlane, paths: Iterable[Path], what: str, timeout: float = 60.0) -> None:
+    """The CRDs in these files (one already there is kept); returns once they are established."""
+    k = _kube_client()
+    ext = k.client.ApiextensionsV1Api(cp.api)
+    names = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not doc:
+                continue
+            names.append(doc["metadata"]["name"])
+            with contextlib.suppress(k.client.ApiException):
+                ext.create_custom_resource_definition(doc)
+
+    def established() -> bool:
+        for name in names:
+            crd = ext.read_custom_resource_definition(name)
+            if not any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or []):
+                return False
+        return True
+
+    cp.wait_for(established, timeout, f"{what} established")
+
+
 def _start_autoscaler(cp: ControlPlane) -> None:
     name = "cluster-autoscaler"
     s = cp.autoscaler_settings
@@ -671,6 +701,14 @@ def _start_autoscaler(cp: ControlPlane) -> None:
         cp.core.delete_namespaced_config_map(PRIORITY_EXPANDER_CONFIGMAP, "kube-system")
     if s.expander.split(",")[0] == "priority":
         cp.core.create_namespaced_config_map("kube-system", priority_expander_configmap(s.priorities))
+    if s.capacity_buffers:
+        crd = cp.binaries.capacity_buffer_crd()
+        if crd is None:
+            raise MissingBinariesError(
+                f"no CapacityBuffer CRD under {cp.binaries.directory.parent}: "
+                "run `bash e2e/build.sh autoscaler`"
+            )
+        install_crds(cp, [crd], "the CapacityBuffer CRD")
     port = free_port()
     cp.ports[name] = port
     argv = [str(cp.binaries.path(name)), *autoscaler_args(cp, s, port)]

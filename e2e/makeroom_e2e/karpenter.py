@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from makeroom.model import InstanceType, NodeGroup
 from makeroom.model.nodepool import INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
 from makeroom.scenario import Scenario as ProductScenario
@@ -39,6 +37,7 @@ from makeroom.scenario import load_scenario
 from makeroom.snapshot.nodepools import nodepool_object
 
 from .cluster import E2E_LABEL, GROUP_LABEL, ControlPlane, _kube_client
+from .cluster import install_crds as install_crd_files
 from .procs import Process, free_port
 from .scenario import STRATEGIES, LoadedScenario, _add_workload, _scale, _slug, place_initially, read_scenario
 
@@ -159,25 +158,7 @@ def _custom(cp: ControlPlane) -> Any:
 
 def install_crds(cp: ControlPlane, timeout: float = 60.0) -> None:
     """Karpenter's CRDs from the module (idempotent); returns once they are established."""
-    k = _kube_client()
-    ext = k.client.ApiextensionsV1Api(cp.api)
-    names = []
-    for path in sorted(crd_dir(cp).glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if not doc:
-                continue
-            names.append(doc["metadata"]["name"])
-            with contextlib.suppress(k.client.ApiException):
-                ext.create_custom_resource_definition(doc)
-
-    def established() -> bool:
-        for name in names:
-            crd = ext.read_custom_resource_definition(name)
-            if not any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or []):
-                return False
-        return True
-
-    cp.wait_for(established, timeout, "Karpenter's CRDs established")
+    install_crd_files(cp, sorted(crd_dir(cp).glob("*.yaml")), "Karpenter's CRDs", timeout)
 
 
 def _create(cp: ControlPlane, obj: dict[str, Any]) -> None:
@@ -228,8 +209,16 @@ def delete_objects(cp: ControlPlane, timeout: float = 60.0) -> None:
 
 
 # --------------------------------------------------------------------------------------- the process
-def start(cp: ControlPlane, types_file: Path, *, batch_idle_s: float, batch_max_s: float) -> Process:
-    """Karpenter as a process against the control plane (its name in `cp.processes`: karpenter)."""
+def start(
+    cp: ControlPlane,
+    types_file: Path,
+    *,
+    batch_idle_s: float,
+    batch_max_s: float,
+    capacity_buffers: bool = False,
+) -> Process:
+    """Karpenter as a process against the control plane (its name in `cp.processes`: karpenter); with
+    `capacity_buffers`, its CapacityBuffer feature gate on (the other gates keep their defaults)."""
     stop(cp)
     env = {
         **os.environ,
@@ -242,6 +231,7 @@ def start(cp: ControlPlane, types_file: Path, *, batch_idle_s: float, batch_max_
         "BATCH_IDLE_DURATION": f"{batch_idle_s:g}s",
         "BATCH_MAX_DURATION": f"{batch_max_s:g}s",
         "LOG_LEVEL": "debug",
+        **({"FEATURE_GATES": "CapacityBuffer=true"} if capacity_buffers else {}),
     }
     p = Process(
         "karpenter", [str(binary(cp))], cp.workdir / "logs" / "karpenter.log", env=env, detach=cp.detach
@@ -285,6 +275,7 @@ def load(
     time_scale: float = 0.1,
     timeout: float = 120.0,
     before_clock: Callable[[LoadedScenario], None] | None = None,
+    capacity_buffers: bool = False,
 ) -> Loaded:
     """Load a Karpenter scenario: NodePools, Karpenter, initial NodeClaims, the initial pods where the
     scenario places them; then t=0: the scenario's budgets, the pending replicas, the clock."""
@@ -317,6 +308,7 @@ def load(
             types_file,
             batch_idle_s=karpenter.batch_idle_duration,
             batch_max_s=karpenter.batch_max_duration,
+            capacity_buffers=capacity_buffers,
         )
 
     initial: dict[str, list[str]] = {}

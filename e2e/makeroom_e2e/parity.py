@@ -45,6 +45,10 @@ from .scenario import STRATEGIES, LoadedScenario, Scenario, read_scenario
 SEEDS: tuple[Seed, ...] = (1, 2, 3, 4)
 # seed-1 and seed-2 with zone spread and hostname anti-affinity on iris-classifier (issue 19).
 CONSTRAINED_SEEDS: tuple[Seed, ...] = ("constrained-seed-1", "constrained-seed-2")
+# Room kept ahead of demand (issue 24): seed-1 with the default target, and the burst seed.
+HEADROOM_CASES: tuple[tuple[Seed, str], ...] = ((1, "headroom"), ("headroom-seed-5", "headroom"))
+MAKEROOM_RUNS = ("evict", "migrate", "headroom")
+"""The strategies that need `makeroom run` (and kube-scheduler's preemption off, as the simulator)."""
 TIME_SCALE = 0.1
 # The cluster-autoscaler's own real-time constants (core/static_autoscaler.go): it waits until the
 # oldest pod it would help is 2 s old, 30 s when one asks for a GPU. Not flags: not scaled.
@@ -364,23 +368,47 @@ def _scaled_run_args(scale: float) -> list[str]:
         f"--cooldown={600 * scale:.3f}",
         f"--consolidation-window={600 * scale:.3f}",
         f"--consolidation-wait={1800 * scale:.3f}",
+        f"--headroom-cooldown={1800 * scale:.3f}",
     ]
+
+
+def headroom_args(path: Path, namespace: str) -> list[str]:
+    """The scenario's headroom knobs as `makeroom run` flags: each target of a workload (named in the
+    scenario's namespace here) or a PriorityClass, the price, the hourly moves, the CPU buffer."""
+    data = yaml.safe_load(path.read_text()) or {}
+    h = ((data.get("controller") or {}).get("headroom")) or {}
+    out: list[str] = []
+    for t in h.get("targets") or []:
+        whom = t.get("for") or {}
+        if "workload" in whom:
+            out.append(f"--headroom-target={t['group']}:{t['count']}:workload={namespace}/{whom['workload']}")
+        elif "priority_class" in whom:
+            out.append(f"--headroom-target={t['group']}:{t['count']}:priority-class={whom['priority_class']}")
+        else:
+            raise ValueError(f"{path}: a headroom target of given requests has no run flag: {t}")
+    if "max_price_per_hour" in h:
+        out.append(f"--headroom-max-price={h['max_price_per_hour']}")
+    if "max_moves_per_hour" in h:
+        out.append(f"--headroom-max-moves-per-hour={h['max_moves_per_hour']}")
+    if "cpu_buffer" in h:
+        out.append(f"--headroom-cpu-buffer={h['cpu_buffer']}")
+    return out
 
 
 @contextlib.contextmanager
 def makeroom_for(
     cp: ControlPlane, strategy: str, groups: Path, tmp: Path, scale: float, expander: str = "least-waste"
-) -> Iterator[Callable[[], Makeroom | None]]:
+) -> Iterator[Callable[..., Makeroom | None]]:
     """For evict and migrate, the chart installed and a function that starts `makeroom run` as its
     ServiceAccount (told the autoscaler's expander, its timers scaled); call it once the scenario is
     loaded, so that makeroom never sees the harness's initial placement. For none and preemption the
     function starts nothing."""
-    if strategy not in ("evict", "migrate"):
-        yield lambda: None
+    if strategy not in MAKEROOM_RUNS:
+        yield lambda *_: None
         return
     started: list[Makeroom] = []
 
-    def launch() -> Makeroom:
+    def launch(*more: str) -> Makeroom:
         args = run_args(
             cp,
             inst,
@@ -388,7 +416,7 @@ def makeroom_for(
             strategy=strategy,
             identity="parity",
             interval=2 * scale,
-            extra=(f"--autoscaler-expander={expander}",),
+            extra=(f"--autoscaler-expander={expander}", *more),
         )
         started.append(Makeroom([*args, *_scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start())
         return started[-1]
@@ -407,14 +435,22 @@ def run_case(cp: ControlPlane, seed: Seed, strategy: str, tmp: Path, scale: floa
     prepared, groups = prepared_seed(seed, tmp)
     # evict and migrate: kube-scheduler's preemption off, as the simulator runs them (makeroom moves
     # the pods); none and preemption: the seed as it is.
-    scenario = prepared if strategy in ("evict", "migrate") else seed_file(seed)
+    scenario = prepared if strategy in MAKEROOM_RUNS else seed_file(seed)
     sc = read_scenario(scenario)
     sim = sim_outcome(sc, simulate(scenario, strategy))
     t0 = time.monotonic()
     expander = str(sc.autoscaler.get("expander", "least-waste"))
     with makeroom_for(cp, strategy, groups, tmp, scale, expander) as launch:
-        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale)
-        mr = launch()
+        ls = cp.load_scenario(scenario, strategy=strategy, time_scale=scale, start=False)
+        mr = launch(*(headroom_args(scenario, ls.namespace) if strategy == "headroom" else ()))
+        if (started := mr) is not None:
+            # The simulator's controller runs from t=0: the scenario's clock (its events) starts once
+            # makeroom acts, not while it is still starting (seconds of real time, a minute of
+            # scenario time at 0.1: seed-1's GPU replica came before headroom's first round).
+            cp.wait_for(
+                lambda: bool(started.messages("acting")) or not started.alive(), 60, "makeroom acting"
+            )
+        ls.start()
         watcher = Watcher(ls, raised_at(sc)).start()
         try:
             ls.wait_events_applied()

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -818,6 +818,7 @@ def load_into(
     reset: bool = True,
     start: bool = True,
     autoscaler: bool = True,
+    capacity_buffers: bool = False,
     timeout: float = 120.0,
 ) -> LoadedScenario:
     """Load the scenario at `path` and (with start=True) start its clock, observer and events.
@@ -827,6 +828,7 @@ def load_into(
     the others run the scheduler with preemption (evict/migrate also need the makeroom controller,
     which is not part of this harness: run it against `cp.kubeconfig`).
     time_scale: real seconds per scenario second (0.1: a 1m event happens 6 s after t=0).
+    capacity_buffers: run the autoscaler with its CapacityBuffer controller (and the CRD installed).
     """
     sc = read_scenario(path)
     strat = strategy or sc.strategy or "none"
@@ -877,7 +879,8 @@ def load_into(
     if autoscaler and bool(sc.autoscaler.get("enabled", True)):
         for cm in kwok_provider_configmaps(sc, time_scale):
             cp.core.create_namespaced_config_map("kube-system", cm)
-        cp.configure_autoscaler(autoscaler_settings(sc, time_scale))
+        settings = autoscaler_settings(sc, time_scale)
+        cp.configure_autoscaler(replace(settings, capacity_buffers=capacity_buffers))
     if start:
         ls.start()
     return ls

@@ -10,7 +10,6 @@ from typing import Any
 from makeroom.controller import NotFoundError, ObjectKind, Reason
 from makeroom.controller.records import (
     Consolidation,
-    Cooldown,
     Record,
     RecordKind,
     Records,
@@ -18,7 +17,7 @@ from makeroom.controller.records import (
     Stored,
 )
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
-from makeroom.model import OwnerKind, Pod, Taint, Toleration
+from makeroom.model import OwnerKind, Pod, Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 
@@ -33,6 +32,7 @@ class FakeCluster:
     owners: dict[str, str | None] = field(
         default_factory=dict
     )  # pod key -> its Deployment, if not its workload
+    buffers: dict[str, tuple[Resources, int]] = field(default_factory=dict)  # keep_buffer's, by group
 
     # Clock
     def now(self) -> float:
@@ -54,12 +54,7 @@ class FakeCluster:
     def records(self) -> Records:
         out = Records()
         for (kind, subject), fields in self.stored.items():
-            if kind is RecordKind.RELOCATION:
-                out.relocations[subject] = Relocation.from_fields(fields)
-            elif kind is RecordKind.CONSOLIDATION:
-                out.consolidations[subject] = Consolidation.from_fields(fields)
-            else:
-                out.cooldowns[subject] = Cooldown.from_fields(fields)
+            out.read(kind, subject, fields)
         return out
 
     def save_record(self, record: Stored) -> None:
@@ -123,6 +118,10 @@ class FakeCluster:
     def scale(self, workload: str, replicas: int) -> None:
         self.calls.append(("scale", workload))
         self.state.workloads[workload].replicas = replicas
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self.calls.append(("keep_buffer", group))
+        self.buffers[group] = (requests, replicas)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.events.append((kind, name, reason, message))

@@ -48,7 +48,7 @@ CASES = [
     ),
     (["simulate"], "--autoscaler", AUTOSCALERS, AUTOSCALERS, ["simulate", MISSING, "--autoscaler", "V"]),
     (["compare"], "--autoscalers", AUTOSCALERS, AUTOSCALERS, ["compare", MISSING, "--autoscalers", "V"]),
-    (["run"], "--strategy", STRATEGIES, ["evict", "migrate"], ["run", "--strategy", "V", *LATER]),
+    (["run"], "--strategy", STRATEGIES, ["evict", "headroom", "migrate"], ["run", "--strategy", "V", *LATER]),
     (
         ["run"],
         "--log-level",

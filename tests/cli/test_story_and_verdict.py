@@ -10,6 +10,7 @@ import pytest
 
 from makeroom.cli.tables import timeline
 from makeroom.controller import Reason, Strategy
+from makeroom.controller.config import CURES
 from makeroom.report.story import story
 from makeroom.report.units import duration, money, money_diff, per_hour
 from makeroom.report.verdict import verdict
@@ -125,7 +126,7 @@ def test_compare_ends_with_a_verdict() -> None:
 
 
 def test_verdict_prices_against_none_and_names_ties() -> None:
-    results = [run(4, s) for s in Strategy]
+    results = [run(4, s) for s in CURES]
     found = verdict(results)
     assert found.best == (Strategy.EVICT, Strategy.MIGRATE)
     assert found.standing(Strategy.MIGRATE).nodes_bought == 1
@@ -135,7 +136,7 @@ def test_verdict_prices_against_none_and_names_ties() -> None:
 
 
 def test_the_verdict_ranks_capacity_before_speed() -> None:
-    found = verdict([run(2, s) for s in Strategy])
+    found = verdict([run(2, s) for s in CURES])
     assert found.best == (Strategy.MIGRATE,)
     assert found.fastest is Strategy.PREEMPTION
     assert (

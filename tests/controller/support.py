@@ -8,7 +8,7 @@ from typing import Any
 from makeroom.controller import Controller, ControllerConfig, ObjectKind, Reason, Strategy
 from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
-from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Taint, Toleration
+from makeroom.model import DELETION_COST, SCALE_UP_DELAY, Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 from makeroom.scenario import Scenario
 from makeroom.sim import Options, Result, Simulation
@@ -92,17 +92,21 @@ class CrashingPort:
         self._step()
         self.inner.scale(workload, replicas)
 
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self._step()
+        self.inner.keep_buffer(group, requests, replicas)
+
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.inner.emit_event(kind, name, reason, message)
 
 
 def run_with_crash(
-    scenario: Scenario, strategy: Strategy, crash_at: int | None
+    scenario: Scenario, strategy: Strategy, crash_at: int | None, config: ControllerConfig | None = None
 ) -> tuple[Simulation, Result, int]:
     """Run with the controller killed before its ``crash_at``-th action and a fresh one started
     on the next reconciliation; returns the simulation, its result and the actions counted."""
     sim = Simulation(scenario, Options(strategy=strategy))
-    config = ControllerConfig(strategy=strategy)
+    config = config or ControllerConfig(strategy=strategy)
     counter = [0]
     port = CrashingPort(SimCluster(sim.world), crash_at, counter)
     alive: list[Controller] = [Controller(port, port, config)]

@@ -7,12 +7,33 @@ from __future__ import annotations
 import pytest
 
 from makeroom.controller import Controller, ControllerConfig, Strategy
-from makeroom.scenario import load_scenario
+from makeroom.scenario import Scenario, load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.clock import Phase
 from makeroom.sim.port import SimCluster
+from tests.builders.scenario import example
 from tests.conftest import seed
 from tests.controller.support import leftovers
+
+
+def run_until(
+    scenario: Scenario, strategy: Strategy, at: float
+) -> tuple[Simulation, SimCluster, ControllerConfig, list[bool]]:
+    """The scenario run to ``at`` with the controller of its own config; clear the list's flag to
+    stop the controller (as the chart's hook scales it to 0)."""
+    sim = Simulation(scenario, Options(strategy=strategy))
+    config = scenario.spec.controller_config(strategy)
+    port = SimCluster(sim.world)
+    controller = Controller(port, port, config)
+    running = [True]
+
+    def tick() -> None:
+        if running[0]:
+            controller.tick()
+
+    sim.every(config.interval, Phase.CONTROLLER, tick)
+    sim.run(until=at)
+    return sim, port, config, running
 
 
 @pytest.mark.parametrize(
@@ -29,18 +50,7 @@ def test_cleanup_in_the_middle_leaves_nothing_and_a_second_pass_does_nothing(
     n: int, strategy: Strategy, at: float
 ) -> None:
     scenario = load_scenario(seed(n))
-    sim = Simulation(scenario, Options(strategy=strategy))
-    config = scenario.spec.controller.config(strategy)
-    port = SimCluster(sim.world)
-    controller = Controller(port, port, config)
-    running = [True]
-
-    def tick() -> None:
-        if running[0]:
-            controller.tick()
-
-    sim.every(config.interval, Phase.CONTROLLER, tick)
-    sim.run(until=at)
+    sim, port, config, running = run_until(scenario, strategy, at)
     records = port.records()
     assert records.relocations or records.consolidations, "nothing under way at that time"
     assert leftovers(sim, scenario), "makeroom's marks are on the cluster mid-way"
@@ -64,3 +74,21 @@ def test_cleanup_of_a_clean_cluster_does_nothing() -> None:
     port = SimCluster(sim.world)
     report = Controller(port, port, ControllerConfig()).clean_up("nothing to do")
     assert report.actions == 0 and report.rolled_back == []
+
+
+@pytest.mark.parametrize("at", [10.0, 200.0])  # a move under way (surged, nodes NoSchedule); room kept
+def test_cleanup_removes_headroom_s_taints_and_records(at: float) -> None:
+    scenario = load_scenario(example("headroom-seed-5"))
+    sim, port, config, running = run_until(scenario, Strategy.HEADROOM, at)
+    assert port.records().headroom, "the targets' records are there"
+    assert any(t.key == "makeroom.io/headroom" for n in sim.world.state.nodes.values() for t in n.taints)
+    running[0] = False
+
+    assert Controller(port, port, config).clean_up("makeroom is being removed").actions > 0
+    leaving = {p.name for p in sim.world.state.pods.values() if p.terminating}
+    left = [x for x in leftovers(sim, scenario) if x.split(":")[0].removeprefix("pod ") not in leaving]
+    assert [x for x in left if not x.startswith("workload text-model")] == []  # its burst is at 5m
+    assert Controller(port, port, config).clean_up("again").actions == 0
+    result = sim.run()
+    assert result.data["workloads"]["api"]["ready_at_end"] == 8
+    assert leftovers(sim, scenario) == []

@@ -136,6 +136,13 @@ def test_a_strategy_given_as_text_becomes_the_enum() -> None:
         (["--max-moves", "-5"], "--max-moves"),
         (["--consolidation-max-moves", "0"], "--consolidation-max-moves"),
         (["--consolidation-window", "0s"], "--consolidation-window"),
+        (["--headroom-target", "gpu:0:workload=ml/model"], "--headroom-target"),
+        (["--headroom-target", "gpu:2:teleport=x"], "--headroom-target"),
+        (["--headroom-target", "gpu:two:workload=ml/model"], "--headroom-target"),
+        (["--headroom-max-price", "nan"], "--headroom-max-price"),
+        (["--headroom-max-moves-per-hour", "0"], "--headroom-max-moves-per-hour"),
+        (["--headroom-cpu-buffer", "-1"], "--headroom-cpu-buffer"),
+        (["--headroom-cooldown", "-1s"], "--headroom-cooldown"),
     ],
 )
 def test_run_refuses_a_knob_out_of_range_naming_its_flag(args: list[str], flag: str) -> None:
@@ -153,6 +160,9 @@ def test_run_refuses_a_knob_out_of_range_naming_its_flag(args: list[str], flag: 
         ("consolidation: {window: 0s}", "controller.consolidation.window"),
         ("cooldown: .inf", "controller.cooldown"),
         ("consolidation: {min_saving: .nan}", "controller.consolidation.min_saving"),
+        ("headroom: {max_price_per_hour: -1}", "controller.headroom.max_price_per_hour"),
+        ("headroom: {cpu_buffer: 1.5}", "controller.headroom.cpu_buffer"),
+        ("headroom: {max_moves_per_hour: 0}", "controller.headroom.max_moves_per_hour"),
     ],
 )
 def test_a_scenario_knob_out_of_range_is_refused_with_its_key_path(
@@ -169,8 +179,17 @@ def test_a_scenario_knob_out_of_range_is_refused_with_its_key_path(
 
 def test_the_scenario_docs_show_the_defaults() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text()
-    durations = {"interval", "timeout", "cooldown", "consolidation.window", "consolidation.wait"}
+    durations = {
+        "interval",
+        "timeout",
+        "cooldown",
+        "consolidation.window",
+        "consolidation.wait",
+        "headroom.cooldown",
+    }
     for path, default in knobs():
+        if path == "headroom.targets":
+            continue  # a list, shown by example (docs/scenarios.md, "Headroom")
         if path in ("strategy", "backoff", "max_backoff", "autoscaler_expander", "move_jobs_in"):
             # not controller keys of a scenario (its expander is autoscaler.expander; a simulated run
             # moves no Job pod, as the controller's default)
@@ -209,3 +228,41 @@ def test_run_refuses_a_selector_it_cannot_read_naming_its_flag(args: list[str], 
     result = cli("run", *args, "--kubeconfig", "/nonexistent")
     assert result.exit_code == 2
     assert result.stderr.startswith(f"makeroom: {flag}: "), result.stderr
+
+
+def test_the_chart_s_headroom_values_reach_the_controller(tmp_path: Path) -> None:
+    from makeroom.cli.run import controller_of_args
+    from makeroom.controller.config import HeadroomConfig, RoomTarget
+
+    args = [
+        "--strategy=headroom",
+        "--headroom-target=gpu:2:workload=ml/model",
+        "--headroom-target=gpu:1:priority-class=api-critical",
+        "--headroom-max-price=0.5",
+        "--headroom-cooldown=10m",
+        "--headroom-cpu-buffer=3",
+    ]
+    config, _ = controller_of_args(args, "deployment makeroom")
+    assert config.strategy is Strategy.HEADROOM
+    assert config.headroom == HeadroomConfig(
+        targets=(
+            RoomTarget("gpu", 2, workload="ml/model"),
+            RoomTarget("gpu", 1, priority_class="api-critical"),
+        ),
+        max_price_per_hour=0.5,
+        cooldown=600.0,
+        cpu_buffer=3,
+    )
+
+
+def test_a_headroom_target_out_of_range_is_named() -> None:
+    from makeroom.controller.config import HeadroomConfig, RoomTarget
+
+    bad = HeadroomConfig(targets=(RoomTarget("gpu", 0, workload="m"), RoomTarget("gpu", 1)))
+    found = [(p.path, p.message) for p in ControllerConfig(headroom=bad).problems()]
+    assert found == [
+        ("headroom.targets", "[0].count: expected a number of pods from 1 to 150000, got 0"),
+        ("headroom.targets", "[1].for: expected exactly one of priority_class, workload, requests"),
+    ]
+    good = HeadroomConfig(targets=(RoomTarget("gpu", 2, priority_class="api-critical"),))
+    assert ControllerConfig(headroom=good).problems() == []

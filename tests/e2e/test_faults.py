@@ -71,7 +71,7 @@ def records(cp: ControlPlane, namespace: str) -> list[str]:
 
     custom: Any = client.CustomObjectsApi(cp.api)
     out = []
-    for plural in ("relocations", "consolidations", "cooldowns"):
+    for plural in ("relocations", "consolidations", "cooldowns", "keepings", "headrooms"):
         for obj in custom.list_namespaced_custom_object("makeroom.io", "v1alpha1", namespace, plural)[
             "items"
         ]:

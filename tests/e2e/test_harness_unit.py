@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from makeroom_e2e.binaries import CAPACITY_BUFFER_CRD, Binaries
 from makeroom_e2e.cluster import (
     AutoscalerSettings,
     ControlPlane,
@@ -173,6 +174,24 @@ def test_autoscaler_flags_are_the_scenarios_scaled() -> None:
     env = autoscaler_env(cp)
     assert env["KWOK_PROVIDER_MODE"] == "local" and env["KUBECONFIG"] == "/k/kubeconfig"
     assert env["POD_NAMESPACE"] == "kube-system"
+
+
+def test_capacity_buffers_are_two_flags_and_a_crd_the_cache_holds(tmp_path: Path) -> None:
+    cp = ControlPlane.__new__(ControlPlane)
+    cp.kubeconfig = Path("/k/kubeconfig")
+    flags = {"--capacity-buffer-controller-enabled=true", "--capacity-buffer-pod-injection-enabled=true"}
+    assert not flags & set(autoscaler_args(cp, AutoscalerSettings(), 1))
+    assert flags <= set(autoscaler_args(cp, AutoscalerSettings(capacity_buffers=True), 1))
+    bins = Binaries(tmp_path / "bin")
+    assert bins.capacity_buffer_crd() is None
+    karpenter = tmp_path / "bin" / "karpenter-crds" / CAPACITY_BUFFER_CRD
+    karpenter.parent.mkdir(parents=True)
+    karpenter.write_text("karpenter's copy")
+    assert bins.capacity_buffer_crd() == karpenter
+    own = tmp_path / "src/ca-53bddbcc0c57/autoscaler-1.36.1/cluster-autoscaler/apis/config/crd"
+    own.mkdir(parents=True)
+    (own / CAPACITY_BUFFER_CRD).write_text("the autoscaler's own")
+    assert bins.capacity_buffer_crd() == own / CAPACITY_BUFFER_CRD
 
 
 def test_priority_expander_prefers_the_first_group() -> None:

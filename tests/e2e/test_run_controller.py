@@ -57,7 +57,14 @@ def test_chart_rbac_is_least_privilege(tmp_path: Path) -> None:
         assert "secrets" not in r["resources"]
         assert "deletecollection" not in r["verbs"]
         if "delete" in r["verbs"]:  # only makeroom's own records and its Lease (by name)
-            assert set(r["resources"]) <= {"relocations", "consolidations", "cooldowns", "leases"}, r
+            assert set(r["resources"]) <= {
+                "relocations",
+                "consolidations",
+                "cooldowns",
+                "keepings",
+                "headrooms",
+                "leases",
+            }, r
     granted = {
         (g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]
     }

@@ -76,7 +76,7 @@ def once_the_policy_holds(
 def records(
     cp: ControlPlane,
     namespace: str,
-    plurals: tuple[str, ...] = ("relocations", "consolidations", "cooldowns"),
+    plurals: tuple[str, ...] = ("relocations", "consolidations", "cooldowns", "keepings", "headrooms"),
 ) -> list[str]:
     from kubernetes import client
 
@@ -162,6 +162,8 @@ def test_the_chart_grants_only_what_each_side_needs(tmp_path: Path) -> None:
         ("mr-makeroom", "relocations"),
         ("mr-makeroom", "consolidations"),
         ("mr-makeroom", "cooldowns"),
+        ("mr-makeroom", "keepings"),
+        ("mr-makeroom", "headrooms"),
         ("mr-makeroom", "leases"),
     }
     (lease_rule,) = [r for r in rules["mr-makeroom"] if "delete" in r["verbs"] and "leases" in r["resources"]]
@@ -379,6 +381,13 @@ def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
                     node,
                     taints({"key": "makeroom.io/reserved-for", "value": "x", "effect": "PreferNoSchedule"}),
                 ),
+                "headroom's PreferNoSchedule taint with a value": lambda: core.patch_node(
+                    node,
+                    taints({"key": "makeroom.io/headroom", "value": "x", "effect": "PreferNoSchedule"}),
+                ),
+                "headroom's taint as NoExecute": lambda: core.patch_node(
+                    node, taints({"key": "makeroom.io/headroom", "effect": "NoExecute"})
+                ),
                 "a pod's start time": lambda: core.patch_namespaced_pod_status(
                     pod, ns, {"status": {"startTime": "2020-01-01T00:00:00Z"}}
                 ),
@@ -394,6 +403,9 @@ def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
                 "its own NoSchedule taint": lambda: core.patch_node(
                     node, taints({"key": "makeroom.io/consolidating", "effect": "NoSchedule"})
                 ),
+                "headroom's PreferNoSchedule taint": lambda: core.patch_node(
+                    node, taints({"key": "makeroom.io/headroom", "effect": "PreferNoSchedule"})
+                ),
                 "a nomination": lambda: core.patch_namespaced_pod_status(
                     "pending", ns, {"status": {"nominatedNodeName": node}}
                 ),
@@ -406,7 +418,12 @@ def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
             print(json.dumps({"refused": got_refused, "allowed": got_allowed}, indent=1))
             kept = cp.core.read_node(node)
             assert not kept.metadata.finalizers and not kept.metadata.owner_references
-            assert not [t for t in kept.spec.taints or [] if t.effect != "NoSchedule"]
+            headroom = ("makeroom.io/headroom", None, "PreferNoSchedule")
+            assert not [
+                t
+                for t in kept.spec.taints or []
+                if t.effect != "NoSchedule" and (t.key, t.value or None, t.effect) != headroom
+            ]
             assert cp.apps.read_namespaced_deployment(f"web-{ns}", "kube-system").spec.replicas == 1
             assert cp.core.read_namespaced_pod(pod, "kube-system").metadata.deletion_timestamp is None
         assert {what for what, code in got_refused.items() if code not in (403, 422)} == set()

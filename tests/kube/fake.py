@@ -37,6 +37,9 @@ class FakeApiServer(Transport):
         self.watch_scripts: dict[str, list[tuple[int, list[bytes]]]] = {}
         self.drop_status_fields: set[str] = set()  # status fields the "cluster" does not keep
         self.on_request: Callable[[str, str], None] | None = None
+        self.refused: dict[str, int] = {}
+        """Path prefix -> status for every request under it: 404 a resource the cluster does not serve
+        (a CRD not installed), 403 one the caller may not touch."""
 
     # --- objects -----------------------------------------------------------------------------------
     def put(self, path: str, obj: JSON) -> JSON:
@@ -74,6 +77,10 @@ class FakeApiServer(Transport):
             return status, json.dumps({"kind": "Status", "message": f"injected {status}"}).encode()
         url = urlsplit(path)
         p, query = url.path, parse_qs(url.query)
+        refused = next((code for prefix, code in self.refused.items() if p.startswith(prefix)), None)
+        if refused is not None:
+            message = "the server could not find the requested resource" if refused == 404 else "forbidden"
+            return refused, json.dumps({"kind": "Status", "code": refused, "message": message}).encode()
         if method == "PATCH" and headers.get("Content-Type") == "application/apply-patch+yaml":
             return self._apply(p, query, body)
         status, answer = self._serve(method, p, query, body)

@@ -376,3 +376,42 @@ def test_cleanup_that_cannot_finish_says_so_in_one_line_and_exits_1(monkeypatch:
         result.stderr
     )
     assert "Traceback" not in result.output
+
+
+def test_headroom_s_records_are_resources_and_read_back() -> None:
+    from makeroom.controller.records import Keeping, KeptRoom
+
+    server = cluster_objects()
+    kc = kube(server)
+    keeping = Keeping(
+        node="gpu-0",
+        started=1_767_226_000.0,
+        deadline=1_767_226_900.0,
+        victims=[Victim(f"{NS}/web-1", f"{NS}/web", "gpu-0"), Victim(f"{NS}/web-2", f"{NS}/web", "gpu-1")],
+        surge={f"{NS}/web": Surge(by=2, base=4, need_ready=6)},
+        target="gpu.workload-model",
+    )
+    kept = KeptRoom(
+        target="gpu.workload-model",
+        group="gpu",
+        whom="model",
+        wanted=2,
+        free=1,
+        state="moving",
+        moved=[(1_767_226_000.0, f"{NS}/web")],
+    )
+    kc.save_record(keeping)
+    kc.save_record(kept)
+    obj = server.objects[f"/apis/makeroom.io/v1alpha1/namespaces/{MINE}/headrooms/gpu.workload-model"]
+    assert obj["kind"] == "Headroom" and obj["status"] == {"free": 1, "state": "moving", "why": ""}
+    assert obj["spec"]["wanted"] == 2 and obj["spec"]["group"] == "gpu"  # the printer columns' fields
+    found = kc.records()
+    assert found.keepings == {"gpu.workload-model": keeping}
+    assert found.headroom == {"gpu.workload-model": kept}
+    damaged = copy.deepcopy(obj)
+    damaged["status"]["free"] = -1
+    server.put(f"/apis/makeroom.io/v1alpha1/namespaces/{MINE}/headrooms/gpu.workload-model", damaged)
+    assert kc.records().headroom == {"gpu.workload-model": None}
+    kc.delete_record(RecordKind.KEEPING, "gpu.workload-model")
+    kc.delete_record(RecordKind.HEADROOM, "gpu.workload-model")
+    assert kc.records().keepings == {} and kc.records().headroom == {}

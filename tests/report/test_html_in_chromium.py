@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from makeroom.controller import Strategy
+from makeroom.controller.config import CURES
 from makeroom.report import render_demo
 from makeroom.scenario import load_scenario
 from makeroom.sim.runs import simulate
@@ -100,7 +100,7 @@ def demo_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     comparisons = []
     for path in sorted(EXAMPLES.glob("seed-*.yaml")):
         scenario = load_scenario(path)
-        comparisons.append([simulate(scenario, s) for s in Strategy])
+        comparisons.append([simulate(scenario, s) for s in CURES])
     return render_demo(comparisons, tmp_path_factory.mktemp("page") / "demo.html")
 
 

@@ -58,6 +58,7 @@ BASE = (
     Contender("descheduler", Strategy.NONE, descheduler=True),
     Contender(Strategy.EVICT.value, Strategy.EVICT),
     Contender(Strategy.MIGRATE.value, Strategy.MIGRATE),
+    Contender(Strategy.HEADROOM.value, Strategy.HEADROOM),  # migrate + room kept ahead (docs/headroom.md)
 )
 MAKEROOM = Strategy.EVICT.value  # the makeroom run the balloons are sized against
 

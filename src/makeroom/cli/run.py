@@ -20,7 +20,7 @@ import yaml
 from makeroom.cli.app import ClickError, app
 from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
-from makeroom.controller.config import duration_text, metadata_of
+from makeroom.controller.config import HeadroomConfig, RoomTarget, duration_text, metadata_of
 from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Side
 from makeroom.kube.client import ConnectOptions
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
@@ -117,6 +117,37 @@ def scope_from_flags(
     return Scope(room_for=side("room-for", *room_for), move=side("move", *move))
 
 
+TARGET_SYNTAX = "GROUP:COUNT:workload=NAMESPACE/NAME or GROUP:COUNT:priority-class=NAME"
+
+
+def target_flag(option: str, text: str) -> RoomTarget:
+    """One ``--headroom-target``: room for COUNT pods in GROUP of a workload's or a PriorityClass's
+    GPU pods (docs/headroom.md; targets of given requests are the scenario's only)."""
+    group, _, rest = text.partition(":")
+    count, _, whom = rest.partition(":")
+    kind, _, name = whom.partition("=")
+    if not group or not name or kind not in ("workload", "priority-class") or not count.isdigit():
+        usage_error(f"{option}: expected {TARGET_SYNTAX}, got {text!r}")
+    pods = _checked(
+        option, lambda v: limits.count(v, low=1, high=limits.MAX_REPLICAS, what="a count"), int(count)
+    )
+    if kind == "workload":
+        return RoomTarget(group, pods, workload=name)
+    return RoomTarget(group, pods, priority_class=name)
+
+
+def headroom_of_flags(
+    where: str, targets: list[str], max_price: float, cooldown: str, moves: int, cpu_buffer: int
+) -> HeadroomConfig:
+    return HeadroomConfig(
+        targets=tuple(target_flag(f"{where}--headroom-target", t) for t in targets),
+        max_price_per_hour=max_price,
+        cooldown=seconds_flag(f"{where}--headroom-cooldown", cooldown),
+        max_moves_per_hour=moves,
+        cpu_buffer=cpu_buffer,
+    )
+
+
 def _groups(path: Path | None) -> GroupConfig | None:
     return parse_group_config(read_yaml(path), str(path)) if path is not None else None
 
@@ -132,6 +163,7 @@ def config_of_flags(
     autoscaler_expander: str,
     where: str = "",
     move_jobs_in: tuple[str, ...] = (),
+    headroom: tuple[list[str], float, str, int, int] = ([], 0.0, "30m", 10, 0),
 ) -> ControllerConfig:
     """The controller's config from ``makeroom run``'s flags; a value out of range ends the command
     with the flag's name (status 2), after ``where`` the flags came from (a Deployment's)."""
@@ -155,6 +187,7 @@ def config_of_flags(
             wait=seconds_flag(at + "--consolidation-wait", wait),
         ),
         autoscaler_expander=_checked(at + "--autoscaler-expander", expander, autoscaler_expander),
+        headroom=headroom_of_flags(at, *headroom),
     )
     for problem in config.problems():
         usage_error(f"{at}{metadata_of(problem.path)['flag']}: {problem.message}")
@@ -184,6 +217,13 @@ def controller_of_args(args: list[str], where: str) -> tuple[ControllerConfig, S
         p["autoscaler_expander"],
         where,
         tuple(p["move_jobs_in"] or ()),
+        (
+            list(p["headroom_target"] or []),
+            p["headroom_max_price"],
+            p["headroom_cooldown"],
+            p["headroom_max_moves_per_hour"],
+            p["headroom_cpu_buffer"],
+        ),
     )
     scope = scope_from_flags(
         p["namespace"] or [],
@@ -300,6 +340,32 @@ def run_cmd(
             "--consolidation-wait", help="How long an emptied node may wait for the autoscaler to go."
         ),
     ] = duration_text(DEFAULT.consolidation.wait),
+    headroom_target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--headroom-target",
+            metavar="TARGET",
+            help=f"With --strategy headroom: room to keep, {TARGET_SYNTAX} (repeat; none: one pod of the "
+            "highest-priority GPU workload per GPU group).",
+        ),
+    ] = None,
+    headroom_max_price: Annotated[
+        float,
+        typer.Option("--headroom-max-price", help="Most a new CPU node for moved pods may cost per hour."),
+    ] = DEFAULT.headroom.max_price_per_hour,
+    headroom_cooldown: Annotated[
+        str,
+        typer.Option("--headroom-cooldown", help="A workload moved to keep room is not moved for it sooner."),
+    ] = duration_text(DEFAULT.headroom.cooldown),
+    headroom_max_moves_per_hour: Annotated[
+        int, typer.Option("--headroom-max-moves-per-hour", help="Pods moved to keep room per hour.")
+    ] = DEFAULT.headroom.max_moves_per_hour,
+    headroom_cpu_buffer: Annotated[
+        int,
+        typer.Option(
+            "--headroom-cpu-buffer", help="Pods' worth of CPU room asked of the autoscaler (0: none)."
+        ),
+    ] = DEFAULT.headroom.cpu_buffer,
     groups: Annotated[
         Path | None,
         typer.Option("--groups", help="Node groups' min/max/price when the autoscaler status is absent."),
@@ -369,6 +435,13 @@ def run_cmd(
         (consolidation_window, consolidation_wait),
         autoscaler_expander,
         move_jobs_in=tuple(move_jobs_in or ()),
+        headroom=(
+            headroom_target or [],
+            headroom_max_price,
+            headroom_cooldown,
+            headroom_max_moves_per_hour,
+            headroom_cpu_buffer,
+        ),
     )
     scope = scope_from_flags(
         namespace or [],

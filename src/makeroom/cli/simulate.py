@@ -175,7 +175,10 @@ def _print_run(result: Result, wide: bool = False) -> None:
 
 StrategiesOpt = Annotated[
     str | None,
-    typer.Option(help=f"Comma-separated strategies ({', '.join(Strategy)}); default: all of them."),
+    typer.Option(
+        help=f"Comma-separated strategies ({', '.join(Strategy)}); default: all of them, headroom only "
+        "for a scenario that asks for it."
+    ),
 ]
 
 
@@ -211,7 +214,7 @@ def compare_cmd(
     def go() -> list[Result]:
         fmt = output_format(output, json_out)
         scenario = load_scenario(file)
-        names = parse_strategies(strategies)
+        names = parse_strategies(strategies, scenario)
         kinds = parse_autoscalers(autoscalers)
         _check_report_path(report)
         if report is not None and kinds is not None and len(kinds) > 1:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from makeroom.controller import Strategy
+from makeroom.controller.config import CURES
 from makeroom.errors import InputError, Problem
 from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario, load_scenario
@@ -55,9 +56,15 @@ def parse_autoscalers(text: str | None, source: str = "--autoscalers") -> list[A
     return list(dict.fromkeys(out))
 
 
-def parse_strategies(text: str | None) -> list[Strategy]:
+def parse_strategies(text: str | None, scenario: Scenario | None = None) -> list[Strategy]:
+    """The strategies of ``--strategies``; by default the four cures, and ``headroom`` too for a
+    scenario that asks for it (``controller.strategy: headroom`` or a ``controller.headroom``
+    target), so that the bundled seeds compare as they always did."""
     if not text:
-        return list(Strategy)
+        asks = scenario is not None and (
+            scenario.strategy is Strategy.HEADROOM or bool(scenario.spec.controller.headroom.targets)
+        )
+        return [*CURES, Strategy.HEADROOM] if asks else list(CURES)
     names = [s.strip() for s in text.split(",") if s.strip()]
     if not names:
         raise InputError("--strategies", [Problem("", "expected a comma-separated list of strategies")])

@@ -32,13 +32,25 @@ class Strategy(StrEnum):
     """As ``evict``, but make-before-break: a victim's replacement is Ready elsewhere before the victim
     is removed."""
 
+    HEADROOM = "headroom"
+    """As ``migrate``, and ahead of demand: room for the GPU pods of ``controller.headroom`` is kept
+    free on their nodes by moving CPU-only pods off them (docs/headroom.md)."""
+
     @property
     def relocates(self) -> bool:
         """Whether the strategy needs the relocation controller."""
         return self in RELOCATING
 
+    @property
+    def make_before_break(self) -> bool:
+        """Whether a victim's replacement is Ready before the victim goes."""
+        return self in (Strategy.MIGRATE, Strategy.HEADROOM)
 
-RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE})
+
+CURES: tuple[Strategy, ...] = tuple(s for s in Strategy if s is not Strategy.HEADROOM)
+"""The strategies that act once a pod waits: what ``compare`` and ``demo`` run by default."""
+
+RELOCATING = frozenset({Strategy.EVICT, Strategy.MIGRATE, Strategy.HEADROOM})
 """The strategies that run the relocation controller (``makeroom run`` accepts only these)."""
 
 
@@ -60,6 +72,16 @@ PERIOD: Rule = limits.interval
 """The period of a loop: not faster than any cluster's pace."""
 AT_LEAST_ONE: Rule = limits.moves
 """A number of pods to move."""
+PRICE: Rule = limits.price
+"""A price per hour, zero included."""
+
+
+def _pods(value: Any) -> int:
+    return limits.count(value, low=0, high=limits.MAX_REPLICAS, what="a number of pods")
+
+
+PODS: Rule = _pods
+"""A number of pods, zero included."""
 SHARE: Rule = limits.ratio
 """A share, from 0 to 1."""
 
@@ -104,8 +126,94 @@ class ConsolidationConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RoomTarget:
+    """Room for ``count`` pods of one shape kept free in ``group`` (a node group or NodePool): the
+    shape of the largest GPU workload matching ``priority_class`` or ``workload`` (``ns/name``), or
+    ``requests`` as given (milli-units by resource). Exactly one of the three says which."""
+
+    group: str
+    count: int
+    priority_class: str = ""
+    workload: str = ""
+    requests: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The target's name in the records: its group and whom it keeps room for."""
+        if self.priority_class:
+            whom = f"class-{self.priority_class}"
+        elif self.workload:
+            whom = "workload-" + self.workload.replace("/", ".")
+        else:
+            whom = "requests"
+        return f"{self.group}.{whom}".lower()
+
+    def problems(self) -> list[str]:
+        found = []
+        try:
+            limits.count(self.count, low=1, high=limits.MAX_REPLICAS, what="a number of pods")
+        except limits.InvalidValueError as exc:
+            found.append(f"count: {exc}")
+        if sum(bool(x) for x in (self.priority_class, self.workload, self.requests)) != 1:
+            found.append("for: expected exactly one of priority_class, workload, requests")
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class HeadroomConfig:
+    """Room kept free on GPU nodes ahead of demand by moving CPU-only pods off them (docs/headroom.md).
+    Runs under the ``headroom`` strategy only."""
+
+    targets: tuple[RoomTarget, ...] = knob(
+        (),
+        None,
+        "--headroom-target",
+        "headroom.targets",
+        "the room to keep: per group, room for count pods of a PriorityClass's or a workload's GPU "
+        "pods, or of given requests (none: under the headroom strategy, room for one pod of the "
+        "highest-priority GPU workload in each GPU group)",
+    )
+    max_price_per_hour: float = knob(
+        0.0,
+        PRICE,
+        "--headroom-max-price",
+        "headroom.maxPricePerHour",
+        "what keeping the room may cost: a new CPU node for moved pods only when its hourly price "
+        "fits (0: only room that exists)",
+    )
+    cooldown: float = knob(
+        1800.0,
+        NON_NEGATIVE,
+        "--headroom-cooldown",
+        "headroom.cooldown",
+        "a workload whose pods were moved to keep room is not moved for it again within this time",
+    )
+    max_moves_per_hour: int = knob(
+        10,
+        AT_LEAST_ONE,
+        "--headroom-max-moves-per-hour",
+        "headroom.maxMovesPerHour",
+        "the pods moved to keep room per hour, at most",
+    )
+    cpu_buffer: int = knob(
+        0,
+        PODS,
+        "--headroom-cpu-buffer",
+        "headroom.cpuBuffer",
+        "pods' worth of room the autoscaler is asked to keep in the CPU group for moved replicas (a "
+        "CapacityBuffer where the API exists; 0: none)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerConfig:
-    strategy: Strategy = knob(Strategy.MIGRATE, None, "--strategy", "controller.strategy", "evict or migrate")
+    strategy: Strategy = knob(
+        Strategy.MIGRATE,
+        None,
+        "--strategy",
+        "controller.strategy",
+        "evict, migrate or headroom (migrate plus room kept for GPU pods: docs/headroom.md)",
+    )
     interval: float = knob(
         2.0,
         PERIOD,
@@ -158,6 +266,7 @@ class ControllerConfig:
         "pod loses its work and may fail its Job, a bare pod is gone for good; none by default",
     )
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
+    headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", Strategy(self.strategy))
@@ -170,6 +279,8 @@ class ControllerConfig:
         found = _problems(self, "")
         if self.max_backoff < self.backoff:
             found.append(Problem("max_backoff", f"expected at least backoff ({self.backoff:g})"))
+        for i, target in enumerate(self.headroom.targets):  # one knob: the list, item by item
+            found.extend(Problem("headroom.targets", f"[{i}].{p}") for p in target.problems())
         return found
 
 
@@ -183,7 +294,7 @@ def _problems(config: object, prefix: str) -> list[Problem]:
                 rule(value)
             except limits.InvalidValueError as exc:
                 found.append(Problem(prefix + f.name, str(exc)))
-        elif isinstance(value, ConsolidationConfig):
+        elif isinstance(value, ConsolidationConfig | HeadroomConfig):
             found.extend(_problems(value, f"{prefix}{f.name}."))
     return found
 
@@ -223,7 +334,12 @@ def default_of(config: type, name: str) -> Any:
     return _field(config, name).default
 
 
-_NESTED: dict[str, type] = {"consolidation": ConsolidationConfig}
+_NESTED: dict[str, type] = {
+    f.name: nested
+    for f in fields(ControllerConfig)
+    for nested in (ConsolidationConfig, HeadroomConfig)
+    if f.type == nested.__name__  # annotations are strings here (from __future__)
+}
 
 
 def duration_text(seconds: float) -> str:

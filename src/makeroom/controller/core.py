@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from makeroom.controller.config import ControllerConfig
+from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.consolidator import Consolidations
+from makeroom.controller.keeper import KEEP_ANCHOR, Keepers, keep_anchor
 from makeroom.controller.port import Clock, Cluster, ClusterError
 from makeroom.controller.records import RecordKind, Records
 from makeroom.controller.relocator import Relocations
@@ -49,6 +50,7 @@ class Controller:
         self.steps = Steps(cluster, clock, config, scope)
         self.relocations = Relocations(self.steps)
         self.consolidations = Consolidations(self.steps)
+        self.keepers = Keepers(self.steps)
         self.config = config
         # Records written but not yet seen in the store (a dry run writes none): no new round is
         # planned until they show, so nothing is ever started twice.
@@ -87,7 +89,10 @@ class Controller:
         for name, node, consolidation in consolidating:
             retry = RetryKey.consolidation(name)
             s.guarded(retry, self.consolidations.advance, state, name, node, consolidation, now, pausing)
+        for name, moving in self.keepers.active(records):
+            s.guarded(RetryKey.keeping(name), self.keepers.advance, state, name, moving, now, pausing)
         anchors = set(records.relocations) | {node_anchor(n) for n in records.consolidations}
+        anchors |= {keep_anchor(n) for n in records.keepings}
         # Planning before cleanup: what a tenant can multiply (marks on its own pods) is tidied after,
         # a bounded amount per round, so it can neither delay room-making nor stall the loop.
         self._plan_round(s, state, records, live, waiting, anchors, now)
@@ -95,6 +100,8 @@ class Controller:
         consolidated = {a.removeprefix(NODE_ANCHOR) for a in anchors if a.startswith(NODE_ANCHOR)}
         s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked, ORPHANS_PER_TICK)
         s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, consolidated)
+        keeping = self.config.strategy is Strategy.HEADROOM
+        s.guarded(RetryKey.step(Step.HEADROOM_TAINTS), self.keepers.collect_orphans, state, records, keeping)
         s.guarded(RetryKey.step(Step.COOLDOWNS), s.sweep_cooldowns, records, now)
         return s.report
 
@@ -109,7 +116,11 @@ class Controller:
         now: float,
     ) -> None:
         for key, when in list(self._expected.items()):
-            gone = key not in state.pods and key.removeprefix(NODE_ANCHOR) not in state.nodes
+            gone = (
+                not key.startswith(KEEP_ANCHOR)
+                and key not in state.pods
+                and key.removeprefix(NODE_ANCHOR) not in state.nodes
+            )
             if key in anchors or gone or now - when > EXPECTATION_TIMEOUT:
                 del self._expected[key]
         if self._expected:
@@ -118,10 +129,15 @@ class Controller:
         if to_plan and self._worth_planning(Step.PLAN, state, {p.key for p in to_plan}, now):
             s.guarded(RetryKey.step(Step.PLAN), self._plan, live, to_plan, records)
         pausing = self._pauses_consolidation(waiting, live)
-        idle = not pausing and not records.relocations and not records.consolidations
+        idle = not pausing and not records.relocations and not records.consolidations and not records.keepings
         consolidate = self.config.consolidation.enabled and idle
         if consolidate and self._worth_planning(Step.CONSOLIDATE, state, set(), now):
             s.guarded(RetryKey.step(Step.CONSOLIDATE), self._consolidate, live, records)
+        # Headroom after consolidation, and never beside a relocation: the waiting pod's cure first.
+        keep = self.config.strategy is Strategy.HEADROOM and idle and not self._expected
+        if keep and self._worth_planning(Step.KEEP, state, set(), now):
+            s.guarded(RetryKey.step(Step.KEEP), self._keep, live, records)
+            s.guarded(RetryKey.step(Step.BUFFER), self.keepers.buffer, state)
 
     def _pauses_consolidation(self, waiting: list[Pod], live: Live) -> list[Pod]:
         """The waiting pods consolidation gives way to: those makeroom may make room for (in the
@@ -152,7 +168,13 @@ class Controller:
             self.relocations.roll_back(state, key, pod, record, why, now)
         for name, node, consolidation in self.consolidations.active(state, records):
             self.consolidations.give_up(state, name, node, consolidation, why, now)
+        for name, moving in self.keepers.active(records):
+            self.keepers.give_up(state, name, moving, why, now)
+        self.keepers.collect_orphans(state, Records(), keeping=False)  # every headroom taint
+        for target in sorted(records.headroom):
+            s.act(s.cluster.delete_record, RecordKind.HEADROOM, target)
         handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}
+        handled |= {v.pod for r in records.keepings.values() if r is not None for v in r.victims}
         s.collect_orphans(state, set(), [p for p in marked if p.key not in handled])
         self.consolidations.collect_orphans(state, set(records.consolidations))  # given up above
         for workload in sorted({*records.cooldowns, *s.cooldowns}):  # those just written too
@@ -201,6 +223,12 @@ class Controller:
         for key in started:
             self._expected[key] = live.now
         self._attempts[Step.PLAN] = Attempt(live.now, live.state.generation, {p.key for p in waiting})
+
+    def _keep(self, live: Live, records: Records) -> None:
+        target = self.keepers.keep(live, records)
+        if target is not None:
+            self._expected[keep_anchor(target)] = live.now
+        self._attempts[Step.KEEP] = Attempt(live.now, live.state.generation, set())
 
     def _consolidate(self, live: Live, records: Records) -> None:
         node = self.consolidations.start(live, records)

@@ -4,7 +4,7 @@ controller's rounds (``Relocations.policy``, with what it holds in flight) and f
 
 from __future__ import annotations
 
-from makeroom.controller.config import ControllerConfig, Strategy
+from makeroom.controller.config import ControllerConfig
 from makeroom.controller.scope import NamespaceLabels, Scope
 from makeroom.model.state import ClusterState
 from makeroom.planner import Policy
@@ -36,7 +36,7 @@ def relocation_policy(
         max_moves_in_flight=config.max_moves_in_flight - moves_in_flight,
         skip=skip,
         recently_moved=recently_moved,
-        make_before_break=config.strategy is Strategy.MIGRATE,
+        make_before_break=config.strategy.make_before_break,
         pinned=pinned,
         expander=config.autoscaler_expander,
         move_jobs_in=frozenset(config.move_jobs_in),

@@ -17,7 +17,7 @@ from typing import Protocol
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
-from makeroom.model import Taint, Toleration
+from makeroom.model import Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 
@@ -40,6 +40,11 @@ class EvictionRefusedError(ClusterError):
 
 class ConflictError(ClusterError):
     """The object changed under the request (HTTP 409)."""
+
+
+class BuffersUnavailableError(ClusterError):
+    """The cluster has no CapacityBuffer API makeroom may use (the resource is not installed, or
+    makeroom is not allowed to write it): keep the room without the autoscaler's buffers."""
 
 
 class Clock(Protocol):
@@ -104,6 +109,11 @@ class Cluster(Protocol):
 
     def scale(self, workload: str, replicas: int) -> None:
         """Set spec.replicas through the scale subresource."""
+        ...
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        """Ask the autoscaler to keep room for ``replicas`` pods of ``requests`` in ``group``
+        (a CapacityBuffer; 0 removes it)."""
         ...
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:

@@ -60,6 +60,14 @@ class Reason(StrEnum):
     CONSOLIDATION_STOPPED = "ConsolidationStopped"
     """On that node: makeroom gave it up (a pod waits, timed out, record unreadable); every mark, surge
     and the taint are undone, and the node is left alone for a cooldown."""
+    KEEPING_ROOM = "KeepingRoom"
+    """On a GPU node: makeroom moves CPU-only pods off it, make-before-break, to keep headroom for
+    GPU pods (docs/headroom.md)."""
+    ROOM_KEPT = "RoomKept"
+    """On that node: its CPU-only pods left; the room is free for the GPU pods it is kept for."""
+    KEEPING_STOPPED = "KeepingRoomStopped"
+    """On that node: makeroom gave the move up (a pod waits, timed out, refused); marks and surges
+    are undone."""
 
     @property
     def warning(self) -> bool:

@@ -21,6 +21,9 @@ from makeroom.controller.config import Strategy
 
 CONSOLIDATING_TAINT = "makeroom.io/consolidating"
 """NoSchedule taint on a node being emptied, so that the pods moved off it cannot come straight back."""
+HEADROOM_TAINT = "makeroom.io/headroom"
+"""PreferNoSchedule taint on a GPU node where makeroom keeps room for GPU pods: kube-scheduler's
+TaintToleration score sends CPU pods elsewhere when they can go elsewhere; a GPU pod still lands."""
 PRIOR_DELETION_COST = "makeroom.io/prior-deletion-cost"
 """On a victim: its pod-deletion-cost before makeroom lowered it, restored on roll-back."""
 VICTIM_DELETION_COST = "-2147483647"
@@ -39,6 +42,10 @@ class RecordKind(StrEnum):
     COOLDOWN = "cooldown"
     """A workload whose pods makeroom moved; its subject is the workload's key. The pods its moves
     brought up are not moved again before the cooldown ends, whichever replica leads by then."""
+    KEEPING = "keeping"
+    """CPU-only pods moving off GPU nodes to keep headroom; its subject is the target's name."""
+    HEADROOM = "kept-room"
+    """What room a headroom target holds and for whom; its subject is the target's name."""
 
 
 class Phase(StrEnum):
@@ -174,8 +181,85 @@ class Consolidation(Moves):
             return None
 
 
-Record = Relocation | Consolidation
+@dataclass(slots=True, kw_only=True)
+class Keeping(Moves):
+    """CPU-only pods moving off GPU nodes (each victim's ``node``; ``node``: the first of them),
+    make-before-break, to keep the room of the headroom target ``target``."""
+
+    target: str
+
+    kind: ClassVar[RecordKind] = RecordKind.KEEPING
+
+    @property
+    def subject(self) -> str:
+        return self.target
+
+    def to_fields(self) -> dict[str, Any]:
+        return {**Moves.to_fields(self), "target": self.target}
+
+    @classmethod
+    def from_fields(cls, raw: Mapping[str, Any]) -> Keeping | None:
+        """None for a record that is damaged: the caller rolls its moves back."""
+        try:
+            return cls(target=_text(raw["target"]), **Moves._parse(raw))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+
+Record = Relocation | Consolidation | Keeping
 """A record of moves under way: what the validator checks and the controller carries on."""
+
+
+@dataclass(slots=True, kw_only=True)
+class KeptRoom:
+    """A headroom target as makeroom last saw it (``kubectl get headroom``): room for ``free`` of
+    ``wanted`` pods of ``whom`` in ``group``; ``state`` is kept, moving or short, ``why`` says why
+    short. Status only: nothing is resumed from it."""
+
+    target: str
+    group: str
+    whom: str
+    wanted: int
+    free: int
+    state: str
+    why: str = ""
+    moved: list[tuple[float, str]] = field(default_factory=list)
+    """(when, workload) of each pod moved to keep room in the last hour or cooldown: the hourly limit
+    and the per-workload cooldown, kept in the store so that a new leader honours them."""
+
+    kind: ClassVar[RecordKind] = RecordKind.HEADROOM
+
+    @property
+    def subject(self) -> str:
+        return self.target
+
+    def to_fields(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "group": self.group,
+            "whom": self.whom,
+            "wanted": self.wanted,
+            "free": self.free,
+            "state": self.state,
+            "why": self.why,
+            "moved": [{"at": at, "workload": w} for at, w in self.moved],
+        }
+
+    @classmethod
+    def from_fields(cls, raw: Mapping[str, Any]) -> KeptRoom | None:
+        try:
+            return cls(
+                target=_text(raw["target"]),
+                group=_text(raw["group"]),
+                whom=_text(raw["whom"]),
+                wanted=_count(raw["wanted"]),
+                free=_count(raw["free"]),
+                state=_text(raw["state"]),
+                why=str(raw.get("why") or ""),
+                moved=[(_number(m["at"]), _text(m["workload"])) for m in raw.get("moved") or []],
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -212,7 +296,7 @@ class Cooldown:
             return None
 
 
-Stored = Relocation | Consolidation | Cooldown
+Stored = Relocation | Consolidation | Cooldown | Keeping | KeptRoom
 """Anything makeroom keeps in its own store."""
 
 
@@ -224,6 +308,8 @@ class Records:
     relocations: dict[str, Relocation | None] = field(default_factory=dict)  # pod key -> record
     consolidations: dict[str, Consolidation | None] = field(default_factory=dict)  # node -> record
     cooldowns: dict[str, Cooldown | None] = field(default_factory=dict)  # workload -> its cooldown
+    keepings: dict[str, Keeping | None] = field(default_factory=dict)  # target -> moves keeping room
+    headroom: dict[str, KeptRoom | None] = field(default_factory=dict)  # target -> what it holds
 
     def of(self, kind: RecordKind) -> dict[str, Any]:
         """The records of one kind, by subject."""
@@ -231,13 +317,36 @@ class Records:
             return self.relocations
         if kind is RecordKind.CONSOLIDATION:
             return self.consolidations
+        if kind is RecordKind.KEEPING:
+            return self.keepings
+        if kind is RecordKind.HEADROOM:
+            return self.headroom
         return self.cooldowns
+
+    def read(self, kind: RecordKind, subject: str, fields: Mapping[str, Any]) -> None:
+        """A record as the store keeps it (plain fields), parsed into its kind (None: damaged)."""
+        parse = {
+            RecordKind.RELOCATION: Relocation.from_fields,
+            RecordKind.CONSOLIDATION: Consolidation.from_fields,
+            RecordKind.COOLDOWN: Cooldown.from_fields,
+            RecordKind.KEEPING: Keeping.from_fields,
+            RecordKind.HEADROOM: KeptRoom.from_fields,
+        }[kind]
+        self.of(kind)[subject] = parse(fields)
+
+    def under_way(self) -> list[Moves]:
+        """Every readable record of moves under way."""
+        return [
+            r
+            for r in (*self.relocations.values(), *self.consolidations.values(), *self.keepings.values())
+            if r is not None
+        ]
 
     def surge_owners_but(self, record: Moves | None) -> dict[str, str]:
         """``surge_owners`` of every record but ``record`` (the same kind and subject)."""
         out: dict[str, str] = {}
-        for other in (*self.relocations.values(), *self.consolidations.values()):
-            if other is None or other.phase is Phase.EMPTY:
+        for other in self.under_way():
+            if other.phase is Phase.EMPTY:
                 continue  # an emptied node's consolidation shrank its surges back long ago
             if record is not None and other.kind is record.kind and other.subject == record.subject:
                 continue
@@ -255,19 +364,13 @@ class Records:
     def surging(self) -> frozenset[str]:
         """Workloads scaled up by a record under way: their new pods wait for room by design."""
         out: set[str] = set()
-        for record in (*self.relocations.values(), *self.consolidations.values()):
-            if record is not None:
-                out |= record.surging
+        for record in self.under_way():
+            out |= record.surging
         return frozenset(out)
 
     def moving(self) -> frozenset[str]:
         """Pods that a record under way moves: no other plan may count on them."""
-        return frozenset(
-            v.pod
-            for record in (*self.relocations.values(), *self.consolidations.values())
-            if record is not None
-            for v in record.victims
-        )
+        return frozenset(v.pod for record in self.under_way() for v in record.victims)
 
     def moves_in_flight(self) -> int:
         """Moves that relocations under way hold (the bound ``max_moves_in_flight`` counts them)."""

@@ -17,7 +17,6 @@ import math
 import time
 from collections import defaultdict
 
-from makeroom.controller.config import Strategy
 from makeroom.controller.policy import relocation_policy
 from makeroom.controller.reasons import ObjectKind, Reason
 from makeroom.controller.records import Phase, RecordKind, Records, Relocation, Victim
@@ -131,9 +130,7 @@ class Relocations:
                 continue
             pod = placement.pod
             victims = [Victim(m.pod.key, m.workload, m.from_node) for m in moves[pod.key]]
-            scalable = (
-                self.s.scalable(state, victims) if self.s.config.strategy is Strategy.MIGRATE else set()
-            )
+            scalable = self.s.scalable(state, victims) if self.s.config.strategy.make_before_break else set()
             taken = sorted(w for w in scalable if w in owners)
             if taken:
                 # Planned with the others, but its surge would scale a workload another relocation
@@ -225,12 +222,12 @@ class Relocations:
 
     def _carry_on(self, state: ClusterState, pod: Pod, record: Relocation, now: float) -> None:
         self._hold(pod, record)
-        if record.strategy is Strategy.MIGRATE and record.phase is Phase.HOLDING:
+        if record.strategy.make_before_break and record.phase is Phase.HOLDING:
             if not self.s.surge(state, record, pod.key, pod.name):
                 return
             record.phase, record.since = Phase.DRAINING, now
             self.s.save(record)
-        if record.strategy is Strategy.MIGRATE:
+        if record.strategy.make_before_break:
             self.s.shrink(state, record)
             if now - record.since < 2 * self.s.config.interval:
                 return  # the ReplicaSets remove the victims; evict only those they left behind
@@ -305,7 +302,7 @@ class Relocations:
         """What keeps the relocation from ever proceeding as things are: a victim to evict whose budget
         lets none of its workload's pods go while none is on its way to Ready; replacements of a
         surge with nowhere to go (no room, none coming, no group that may grow)."""
-        surged = record.strategy is Strategy.MIGRATE and record.phase is Phase.HOLDING
+        surged = record.strategy.make_before_break and record.phase is Phase.HOLDING
         node = state.nodes.get(record.node)
         needed = node.group if node is not None else None
         budgets = Budgets.of(state)

@@ -59,6 +59,9 @@ class Step(StrEnum):
     ORPHANS = "orphans"  # undo the surges and marks that no record explains
     ORPHAN_TAINTS = "orphan-taints"  # remove consolidation taints that no record explains
     COOLDOWNS = "cooldowns"  # remove the cooldown records that are over
+    KEEP = "keep"  # count the headroom targets and start a move that restores one's room
+    BUFFER = "buffer"  # ask the autoscaler for the CPU group's buffer (headroom.cpu_buffer)
+    HEADROOM_TAINTS = "headroom-taints"  # remove headroom taints where no target keeps room
 
 
 class RetryKind(StrEnum):
@@ -67,7 +70,9 @@ class RetryKind(StrEnum):
     STEP = "step"  # one of the loop's steps (Step)
     POD = "pod"  # a pod: its relocation under way, its roll-back, or its refused eviction
     CONSOLIDATION = "consolidation"  # the consolidation under way of a node
+    KEEPING = "keeping"  # the moves under way that keep a headroom target's room
     SKIPPED_NODE = "skipped-node"  # a node whose consolidation was given up: left alone a cooldown
+    SKIPPED_TARGET = "skipped-target"  # a headroom target whose move was given up: left a cooldown
     HANDS_OFF = "hands-off"  # a pending pod whose relocation was rolled back: left to the autoscaler
 
 
@@ -89,8 +94,16 @@ class RetryKey:
         return cls(RetryKind.CONSOLIDATION, node)
 
     @classmethod
+    def keeping(cls, target: str) -> RetryKey:
+        return cls(RetryKind.KEEPING, target)
+
+    @classmethod
     def skipped_node(cls, node: str) -> RetryKey:
         return cls(RetryKind.SKIPPED_NODE, node)
+
+    @classmethod
+    def skipped_target(cls, target: str) -> RetryKey:
+        return cls(RetryKind.SKIPPED_TARGET, target)
 
     @classmethod
     def hands_off(cls, pod: str) -> RetryKey:

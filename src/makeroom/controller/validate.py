@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from makeroom.controller.config import ControllerConfig, Strategy
 from makeroom.controller.port import Cluster
-from makeroom.controller.records import Phase, Record, Records, Relocation
+from makeroom.controller.records import Keeping, Phase, Record, Records, Relocation
 from makeroom.controller.room import somewhere_to_go as room_for_replacements
 from makeroom.controller.scope import NamespaceLabels, Scope
 from makeroom.model import Pod
@@ -144,11 +144,12 @@ def pending_in_scope(command: Command, ctx: Context) -> RefusedError | None:
 
 def within_budget(command: Command, ctx: Context) -> RefusedError | None:
     record = command.record
-    limit = (
-        ctx.config.max_moves_in_flight
-        if isinstance(record, Relocation)
-        else ctx.config.consolidation.max_moves
-    )
+    if isinstance(record, Relocation):
+        limit = ctx.config.max_moves_in_flight
+    elif isinstance(record, Keeping):
+        limit = ctx.config.headroom.max_moves_per_hour
+    else:
+        limit = ctx.config.consolidation.max_moves
     if len(record.victims) > limit:
         return RefusedError(Refusal.OVER_BUDGET, f"{len(record.victims)} pods to move, at most {limit}")
     for workload, surge in record.surge.items():
@@ -173,7 +174,7 @@ def victim_still_fits_the_record(command: Command, ctx: Context) -> RefusedError
         pod = ctx.state.pods.get(victim.pod)
         if pod is None or pod.terminating or pod.node != victim.node:
             continue  # gone already: nothing left to do to it
-        if victim.node != record.node:
+        if victim.node != record.node and not _same_group(ctx.state, record, victim.node):
             return RefusedError(
                 Refusal.OWNER_CHANGED, f"{victim.pod} is on {victim.node}, not on {record.node}"
             )
@@ -302,6 +303,14 @@ def somewhere_to_go(command: Command, ctx: Context) -> RefusedError | None:
     if stuck is not None:
         return RefusedError(Refusal.NO_DESTINATION, f"{stuck.key} has nowhere to go")
     return None
+
+
+def _same_group(state: ClusterState, record: Record, node: str) -> bool:
+    """A headroom move's pods leave several nodes of one group (the record names the first)."""
+    if not isinstance(record, Keeping):
+        return False
+    first, other = state.nodes.get(record.node), state.nodes.get(node)
+    return first is not None and other is not None and first.group == other.group
 
 
 CHECKS: tuple[tuple[frozenset[Action], Check], ...] = (

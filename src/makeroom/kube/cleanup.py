@@ -7,7 +7,8 @@ cluster (the Helm chart runs it as a pre-delete hook). Idempotent: run it again 
 2. Passes, each on a fresh, consistent read of the cluster: every relocation rolled back (surges
    shrunk back, marks and deletion costs restored, nomination and scale-up delay removed), every
    consolidation given up (its taint lifted), every victim mark, consolidation taint and reservation
-   taint removed, every record deleted; until a pass finds nothing to do.
+   taint removed, every record deleted, every CapacityBuffer makeroom keeps deleted with its
+   PodTemplate; until a pass finds nothing to do.
 3. The Lease deleted.
 """
 
@@ -56,6 +57,7 @@ class CleanupResult:
     actions: int = 0
     passes: int = 0
     reservations: int = 0
+    buffers: list[str] = field(default_factory=list)  # CapacityBuffers deleted
 
 
 def clean_up(
@@ -147,6 +149,7 @@ def _passes(
             cache.groups = _groups_of(cache)
             report = Controller(cluster, cluster, ControllerConfig()).clean_up(WHY)
             released = cluster.release_orphan_reservations()
+            freed = cluster.release_buffers()
         except ClusterError as exc:
             if time.monotonic() > deadline:
                 raise CleanupError(f"pass {result.passes}: {exc}") from exc
@@ -157,12 +160,15 @@ def _passes(
         result.relocations += report.rolled_back
         result.consolidations += report.consolidation_stopped
         result.reservations += released
-        result.actions += report.actions + released
+        result.buffers += freed
+        result.actions += report.actions + released + len(freed)
         for pod in report.rolled_back:
             say(f"rolled back the relocation for {pod}")
         for node in report.consolidation_stopped:
             say(f"gave up the consolidation of {node}")
-        if report.actions == 0 and released == 0:
+        for name in freed:
+            say(f"deleted the CapacityBuffer {opts.records_namespace}/{name} and its PodTemplate")
+        if report.actions == 0 and released == 0 and not freed:
             return result
     raise CleanupError(f"still finding makeroom's marks after {opts.max_passes} passes")
 

@@ -11,6 +11,9 @@ Verbs and the API operations they are (RBAC in docs/kube.md):
 - emit_event: POST core/v1 Events on the object, from component ``makeroom``.
 - records / save_record / delete_record: LIST, server-side apply and DELETE of makeroom's own
   ``Relocation`` and ``Consolidation`` resources in its namespace (``kube.records``).
+- keep_buffer: server-side apply of a CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and its PodTemplate
+  in makeroom's namespace (``kube.buffers``); 0 replicas DELETEs both. A missing API (404) or no RBAC
+  for it (403: the chart's ``capacityBuffers.enabled``) is one log line and BuffersUnavailableError.
 - deployment_of: GET the pod's ReplicaSet, checked against its owner reference's uid and its own
   controller reference to the Deployment (by uid, against the watch cache).
 Every mutating verb first asks ``may_act`` (the leader election): a replica that is not the leader
@@ -32,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from makeroom.controller.port import (
+    BuffersUnavailableError,
     ClusterError,
     ConflictError,
     EvictionBlockedError,
@@ -39,14 +43,16 @@ from makeroom.controller.port import (
     NotFoundError,
 )
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
+from makeroom.controller.records import Moves, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
+from makeroom.kube import buffers
 from makeroom.kube import records as crs
 from makeroom.kube.cache import Cache
 from makeroom.kube.client import Api, Fence, KubeError, NamespaceShares, NotLeaderError, path_of
 from makeroom.kube.options import NominationMode
-from makeroom.model import Taint, Toleration
+from makeroom.model import Resources, Taint, Toleration
 from makeroom.model.objects import RESERVED_FOR
+from makeroom.model.quantity import format_quantity
 from makeroom.model.state import ClusterState
 
 SEVERAL_BUDGETS = "more than one PodDisruptionBudget"
@@ -144,6 +150,8 @@ class KubeCluster:
         self.on_action = on_action
         self._derived: tuple[int, ClusterState] | None = None
         self._replica_sets: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._buffers_said = False
+        """Whether the missing CapacityBuffer API was logged (once: the keeper asks every round)."""
 
     # Clock: the wall clock, as creationTimestamp and lastTransitionTime are.
     def now(self) -> float:
@@ -225,7 +233,7 @@ class KubeCluster:
     # --- makeroom's records ------------------------------------------------------------------------
     def records(self) -> Records:
         out = Records()
-        for kind in RecordKind:
+        for kind in crs.PLURALS:
             found: dict[str, Any] = out.of(kind)
             try:
                 items = self.api.list_all(crs.collection(self.records_namespace, kind))["items"]
@@ -253,12 +261,9 @@ class KubeCluster:
         path = crs.path_of(self.records_namespace, record.kind, record.subject)
         # The action is on the record's subject (its pod or node), as the metrics and logs name it.
         detail = {"kind": record.kind.value}
-        detail.update({"phase": record.phase.value} if not isinstance(record, Cooldown) else {})
+        detail.update({"phase": record.phase.value} if isinstance(record, Moves) else {})
         self._guard("record", record.subject, detail)
-        body = crs.to_object(record, self.records_namespace)
-        self.writer.request(
-            "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
-        )
+        self._apply(path, crs.to_object(record, self.records_namespace))
         self.in_flight[record.kind].add(record.subject)
 
     def delete_record(self, kind: RecordKind, subject: str) -> None:
@@ -507,6 +512,78 @@ class KubeCluster:
         self.writer.patch(
             path_of(ns, name, "deployments", "apps/v1", "scale"), {"spec": {"replicas": replicas}}
         )
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        if replicas < 0:
+            raise ValueError(f"a buffer of {replicas} pods")
+        if replicas and not any(v > 0 for k, v in requests.items() if k != "pods"):
+            raise ValueError(f"a buffer in {group} for pods that request nothing")
+        wanted = {k: format_quantity(v, k) for k, v in requests.items()}
+        self._guard("buffer", group, {"replicas": replicas, "requests": wanted})
+        ns = self.records_namespace
+        try:
+            if replicas == 0:
+                self._remove_buffer(buffers.object_name(group))
+                return
+            keys = buffers.group_keys(group, self.cache.informers["Node"].objects())
+            # The buffer first, so that where the API is missing nothing is written at all; the
+            # autoscaler's controller waits for the template it names.
+            self._apply(buffers.buffer_path(ns, group), buffers.capacity_buffer(ns, group, replicas))
+            self._apply(buffers.template_path(ns, group), buffers.pod_template(ns, group, requests, keys))
+        except KubeError as exc:
+            if exc.status in (403, 404):
+                raise self._buffers_unavailable(group, exc) from exc
+            raise
+
+    def _remove_buffer(self, name: str) -> None:
+        ns = self.records_namespace
+        # The buffer first: the autoscaler never sees one whose template is gone.
+        for path in (f"{buffers.collection(ns)}/{name}", f"{buffers.templates(ns)}/{name}"):
+            with contextlib.suppress(NotFoundError):  # gone already, or never installed
+                self.writer.request("DELETE", path)
+
+    def release_buffers(self) -> list[str]:
+        """Every CapacityBuffer of makeroom's (and its PodTemplate) deleted, for the cleanup: a buffer
+        left behind keeps a node for nobody, around the clock. Where the API or the permission to use
+        it is missing, makeroom can have made none."""
+        try:
+            found = self.api.list_all(
+                buffers.collection(self.records_namespace), {"labelSelector": buffers.SELECTOR}
+            )
+        except KubeError as exc:
+            if exc.status in (403, 404):
+                return []
+            raise
+        names = sorted(str(o["metadata"]["name"]) for o in found["items"] if buffers.is_makeroom_s(o))
+        for name in names:
+            self._guard("buffer", name, {"replicas": 0})
+            self._remove_buffer(name)
+        return names
+
+    def _apply(self, path: str, body: Mapping[str, Any]) -> None:
+        self.writer.request(
+            "PATCH", path, {"fieldManager": "makeroom", "force": True}, body, content_type=APPLY_PATCH
+        )
+
+    def _buffers_unavailable(self, group: str, exc: KubeError) -> BuffersUnavailableError:
+        if exc.status == 404:
+            why = (
+                f"no {buffers.PLURAL}.{buffers.GROUP} {buffers.VERSION} in the cluster (install the "
+                "cluster-autoscaler's CRD and run it with --capacity-buffer-controller-enabled and "
+                "--capacity-buffer-pod-injection-enabled, or Karpenter with the CapacityBuffer gate)"
+            )
+        else:
+            why = (
+                f"makeroom may not write {buffers.PLURAL}.{buffers.GROUP} or podtemplates in "
+                f"{self.records_namespace} (the chart's capacityBuffers.enabled)"
+            )
+        if not self._buffers_said:
+            self._buffers_said = True
+            log.warning(
+                "no CapacityBuffer: keeping room without the autoscaler's buffers",
+                extra={"group": group, "reason": why, "error": str(exc)},
+            )
+        return BuffersUnavailableError(f"buffer for {group}: {why}: {exc}")
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self._guard("event", f"{kind.value}/{name}", {"reason": reason.value})

@@ -10,9 +10,9 @@ from typing import Any
 
 from makeroom.controller.port import Cluster
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Cooldown, RecordKind, Records, Stored
+from makeroom.controller.records import Cooldown, Moves, RecordKind, Records, Stored
 from makeroom.controller.scope import NamespaceLabels
-from makeroom.model import Taint, Toleration
+from makeroom.model import Resources, Taint, Toleration
 from makeroom.model.state import ClusterState
 
 log = logging.getLogger("makeroom.dryrun")
@@ -49,7 +49,9 @@ class DryRunCluster:
         return self.inner.records()
 
     def save_record(self, record: Stored) -> None:
-        detail = {"until": record.until} if isinstance(record, Cooldown) else {"phase": record.phase.value}
+        detail: dict[str, object] = {"phase": record.phase.value} if isinstance(record, Moves) else {}
+        if isinstance(record, Cooldown):
+            detail = {"until": record.until}
         self._note("record", f"{record.kind}/{record.subject}", **detail)
 
     def delete_record(self, kind: RecordKind, subject: str) -> None:
@@ -89,6 +91,9 @@ class DryRunCluster:
 
     def scale(self, workload: str, replicas: int) -> None:
         self._note("scale", workload, replicas=replicas)
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        self._note("keep-buffer", group, requests=requests.human(), replicas=replicas)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self._note("event", f"{kind.value}/{name}", reason=reason.value, message=message)

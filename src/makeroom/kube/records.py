@@ -1,8 +1,9 @@
-"""makeroom's records as custom resources in its own namespace: ``Relocation``, ``Consolidation`` and
-``Cooldown`` (group ``makeroom.io``, version ``v1alpha1``, installed by the chart), which only
-makeroom's ServiceAccount may write. ``kubectl get relocations,consolidations,cooldowns -n <makeroom's
-namespace>`` shows what makeroom is doing, why, and which workloads it lets rest (the chart's CRDs give
-the columns).
+"""makeroom's records as custom resources in its own namespace: ``Relocation``, ``Consolidation``,
+``Cooldown``, and headroom's ``Keeping`` and ``Headroom`` (group ``makeroom.io``, version ``v1alpha1``,
+installed by the chart), which only makeroom's ServiceAccount may write. ``kubectl get
+relocations,consolidations,cooldowns -n <makeroom's namespace>`` shows what makeroom is doing, why, and
+which workloads it lets rest; ``kubectl get headroom`` what room it keeps and for whom (the chart's
+CRDs give the columns).
 
 A record's fields (``controller.records``) map to a spec (what was decided) and a status (how far it
 got); times are RFC 3339 with microseconds, as Kubernetes writes them.
@@ -16,7 +17,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from makeroom.controller.records import Consolidation, Cooldown, RecordKind, Relocation, Stored
+from makeroom.controller.records import (
+    Consolidation,
+    Cooldown,
+    Keeping,
+    KeptRoom,
+    RecordKind,
+    Relocation,
+    Stored,
+)
 
 GROUP = "makeroom.io"
 VERSION = "v1alpha1"
@@ -25,12 +34,22 @@ KINDS = {
     RecordKind.RELOCATION: "Relocation",
     RecordKind.CONSOLIDATION: "Consolidation",
     RecordKind.COOLDOWN: "Cooldown",
+    RecordKind.KEEPING: "Keeping",
+    RecordKind.HEADROOM: "Headroom",
 }
 PLURALS = {
     RecordKind.RELOCATION: "relocations",
     RecordKind.CONSOLIDATION: "consolidations",
     RecordKind.COOLDOWN: "cooldowns",
+    RecordKind.KEEPING: "keepings",
+    RecordKind.HEADROOM: "headrooms",
 }
+_SUBJECT = {
+    RecordKind.RELOCATION: "pod",
+    RecordKind.CONSOLIDATION: "node",
+    RecordKind.KEEPING: "target",
+    RecordKind.HEADROOM: "target",
+}  # the spec field that names a record's subject (a cooldown's: workload)
 MANAGED_BY = {"app.kubernetes.io/managed-by": "makeroom"}
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MAX_NAME = 253
@@ -48,10 +67,16 @@ def object_name(kind: RecordKind, subject: str) -> str:
     digest instead of its tail. The namespace is always there, ``default`` included (a workload key
     leaves it out), and a namespace has no dot: ``default/prod.api`` and ``prod/api`` are
     ``default.prod.api`` and ``prod.api``, never one name."""
-    if kind is RecordKind.CONSOLIDATION:
-        name = subject
+    if kind in (RecordKind.CONSOLIDATION, RecordKind.KEEPING, RecordKind.HEADROOM):
+        name = subject  # a node's name, a headroom target's (both valid names)
     else:
         name = (subject if "/" in subject else f"default/{subject}").replace("/", ".", 1)
+    return valid_name(name, subject)
+
+
+def valid_name(name: str, subject: str) -> str:
+    """``name`` when it is a valid object name, else its valid stem and a digest of ``subject`` (so
+    that two subjects never share one)."""
     if len(name) <= MAX_NAME and _NAME.match(name):
         return name
     digest = hashlib.sha256(subject.encode()).hexdigest()[:16]
@@ -78,6 +103,20 @@ def _metadata(kind: RecordKind, subject: str, namespace: str) -> JSON:
 
 
 def to_object(record: Stored, namespace: str) -> JSON:
+    if isinstance(record, KeptRoom):
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KINDS[record.kind],
+            "metadata": _metadata(record.kind, record.subject, namespace),
+            "spec": {
+                "target": record.target,
+                "group": record.group,
+                "whom": record.whom,
+                "wanted": record.wanted,
+                "moved": [{"at": rfc3339(at), "workload": w} for at, w in record.moved],
+            },
+            "status": {"free": record.free, "state": record.state, "why": record.why},
+        }
     if isinstance(record, Cooldown):
         return {
             "apiVersion": API_VERSION,
@@ -99,6 +138,8 @@ def to_object(record: Stored, namespace: str) -> JSON:
     }
     if isinstance(record, Relocation):
         spec = {"pod": f["pod"], "strategy": f["strategy"], **spec}
+    if isinstance(record, Keeping):
+        spec = {"target": f["target"], **spec}
     return {
         "apiVersion": API_VERSION,
         "kind": KINDS[record.kind],
@@ -114,9 +155,11 @@ def from_object(kind: RecordKind, obj: Mapping[str, Any]) -> tuple[str, Stored |
     spec = obj.get("spec") if isinstance(obj, Mapping) else None
     if not isinstance(spec, Mapping):
         return None
-    subject = spec.get({RecordKind.RELOCATION: "pod", RecordKind.CONSOLIDATION: "node"}.get(kind, "workload"))
+    subject = spec.get(_SUBJECT.get(kind, "workload"))
     if not isinstance(subject, str) or not subject:
         return None
+    if kind is RecordKind.HEADROOM:
+        return subject, _kept_room(subject, spec, obj.get("status"))
     if kind is RecordKind.COOLDOWN:
         try:
             until = epoch(spec.get("until"))
@@ -147,4 +190,18 @@ def from_object(kind: RecordKind, obj: Mapping[str, Any]) -> tuple[str, Stored |
     if kind is RecordKind.RELOCATION:
         fields["pod"], fields["strategy"] = subject, spec.get("strategy")
         return subject, Relocation.from_fields(fields)
+    if kind is RecordKind.KEEPING:
+        fields["target"] = subject
+        return subject, Keeping.from_fields(fields)
     return subject, Consolidation.from_fields(fields)
+
+
+def _kept_room(subject: str, spec: Mapping[str, Any], status: Any) -> KeptRoom | None:
+    status = status if isinstance(status, Mapping) else {}
+    try:
+        moved = [{"at": epoch(m.get("at")), "workload": m.get("workload")} for m in spec.get("moved") or []]
+    except (TypeError, ValueError, AttributeError):
+        return None
+    fields = {**{k: spec.get(k) for k in ("group", "whom", "wanted")}, "target": subject, "moved": moved}
+    fields.update({k: status.get(k) for k in ("free", "state", "why")})
+    return KeptRoom.from_fields(fields)

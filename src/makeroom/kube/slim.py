@@ -74,32 +74,8 @@ def _container(c: Mapping[str, Any], keys: tuple[str, ...]) -> JSON:
     return out
 
 
-def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
-    status = obj.get("status") or {}
-    if status.get("phase") in ("Succeeded", "Failed"):
-        return None  # holds no room; the snapshot leaves it out too
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    owners = [
-        {
-            "kind": r.get("kind"),
-            "name": r.get("name"),
-            "uid": r.get("uid"),
-            "controller": bool(r.get("controller")),
-        }
-        for r in meta.get("ownerReferences") or ()
-    ]
-    m: JSON = {
-        "name": meta.get("name"),
-        "namespace": intern.value(meta.get("namespace") or "default"),
-        "uid": meta.get("uid"),
-        "creationTimestamp": meta.get("creationTimestamp"),
-        "labels": intern.value(meta.get("labels") or {}),
-        "annotations": intern.value(meta.get("annotations") or {}),
-        "ownerReferences": intern.value(owners),
-    }
-    if meta.get("deletionTimestamp"):
-        m["deletionTimestamp"] = meta["deletionTimestamp"]
+def slim_pod_spec(spec: Mapping[str, Any], intern: Interner) -> JSON:
+    """What planning reads of a pod's spec (a pod's, or a Deployment's template)."""
     template: JSON = _pick(spec, _POD_SPEC_KEYS)
     template["containers"] = [
         {"resources": c.get("resources") or {}, **_container(c, ())} for c in spec.get("containers") or ()
@@ -131,6 +107,36 @@ def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
         s["volumes"] = local[:1] + claims
     elif local:
         s["volumes"] = intern.value(local[:1])
+    return s
+
+
+def slim_pod(obj: Mapping[str, Any], intern: Interner) -> JSON | None:
+    status = obj.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return None  # holds no room; the snapshot leaves it out too
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    owners = [
+        {
+            "kind": r.get("kind"),
+            "name": r.get("name"),
+            "uid": r.get("uid"),
+            "controller": bool(r.get("controller")),
+        }
+        for r in meta.get("ownerReferences") or ()
+    ]
+    m: JSON = {
+        "name": meta.get("name"),
+        "namespace": intern.value(meta.get("namespace") or "default"),
+        "uid": meta.get("uid"),
+        "creationTimestamp": meta.get("creationTimestamp"),
+        "labels": intern.value(meta.get("labels") or {}),
+        "annotations": intern.value(meta.get("annotations") or {}),
+        "ownerReferences": intern.value(owners),
+    }
+    if meta.get("deletionTimestamp"):
+        m["deletionTimestamp"] = meta["deletionTimestamp"]
+    s = slim_pod_spec(spec, intern)
     if spec.get("nodeName"):
         s["nodeName"] = intern.value(spec["nodeName"])
     if spec.get("schedulingGates"):
@@ -210,7 +216,12 @@ def slim_deployment(obj: Mapping[str, Any], intern: Interner) -> JSON:
                 if not k.startswith("kubectl.kubernetes.io/")
             },
         },
-        "spec": {"replicas": spec.get("replicas", 1)},
+        # The template: the shape of the workload's pods while it has none (scaled to zero, as a GPU
+        # workload before its burst), which headroom keeps room for.
+        "spec": {
+            "replicas": spec.get("replicas", 1),
+            "template": {"spec": slim_pod_spec((spec.get("template") or {}).get("spec") or {}, intern)},
+        },
     }
 
 

@@ -59,7 +59,7 @@ class Consolidation:
     saving_per_hour: float = 0.0
 
     def why(self) -> str:
-        added = ", ".join(f"{n} new {g} node(s)" for g, n in self.scale_ups.items()) or "no new node"
+        added = new_nodes_text(self.scale_ups)
         return (
             f"moving {len(self.shifts)} pod(s) off {self.node} ({self.group}) with {added} "
             f"saves {self.saving_per_hour:.3f}/h"
@@ -146,14 +146,39 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
 def _place(
     state: ClusterState, ctx: _Cluster, node: Node, group: NodeGroup, pods: list[Pod]
 ) -> Consolidation | None:
-    free = ctx.view.free.copy()
-    allowed = ctx.allowed[group.name]
-    cheaper = ctx.cheaper[group.name]
+    found = place(state, ctx.view, pods, ctx.allowed[group.name], ctx.cheaper[group.name])
+    if found is None:
+        return None
+    shifts, new_nodes = found
+    saving = group.price_per_hour - sum(g.price_per_hour for g in new_nodes)
+    return Consolidation(node.name, group.name, tuple(shifts), by_group(new_nodes), saving)
+
+
+def by_group(new_nodes: list[NodeGroup]) -> dict[str, int]:
+    """New nodes counted by group (a plan's scale-ups)."""
+    out: dict[str, int] = {}
+    for g in new_nodes:
+        out[g.name] = out.get(g.name, 0) + 1
+    return out
+
+
+def new_nodes_text(scale_ups: dict[str, int]) -> str:
+    return ", ".join(f"{n} new {g} node(s)" for g, n in scale_ups.items()) or "no new node"
+
+
+def place(
+    state: ClusterState, view: ClusterView, pods: list[Pod], allowed: Mask, groups: list[NodeGroup]
+) -> tuple[list[Shift], list[NodeGroup]] | None:
+    """Where each of the pods goes (largest first): free room on the ``allowed`` nodes, first in the
+    nodes' order, else a new node of the cheapest of ``groups`` that may grow and takes it (new nodes
+    filled before another is added). None when one of them has nowhere to go. Shared by consolidation
+    and by the headroom keeper (planner/keep_room.py)."""
+    free = view.free.copy()
     new_nodes: list[tuple[NodeGroup, Vector]] = []
     shifts: list[Shift] = []
     for pod in sorted(pods, key=lambda p: -int(state.requests_of(p.spec).sum())):
         req = state.requests_of(pod.spec)
-        fits = allowed & ctx.view.fits(pod.spec, free)
+        fits = allowed & view.fits(pod.spec, free)
         hits = np.flatnonzero(fits)
         if len(hits):
             slot = int(hits[np.argmin(state.order[hits])])
@@ -162,19 +187,15 @@ def _place(
             assert target is not None
             shifts.append(Shift(pod, pod.workload, target.name, None))
             continue
-        placed = _on_new_node(ctx, pod, req, cheaper, new_nodes)
+        placed = _on_new_node(view, pod, req, groups, new_nodes)
         if placed is None:
             return None
         shifts.append(Shift(pod, pod.workload, None, placed))
-    scale_ups: dict[str, int] = {}
-    for g, _ in new_nodes:
-        scale_ups[g.name] = scale_ups.get(g.name, 0) + 1
-    saving = group.price_per_hour - sum(g.price_per_hour for g, _ in new_nodes)
-    return Consolidation(node.name, group.name, tuple(shifts), scale_ups, saving)
+    return shifts, [g for g, _ in new_nodes]
 
 
 def _on_new_node(
-    ctx: _Cluster,
+    view: ClusterView,
     pod: Pod,
     req: Vector,
     cheaper: list[NodeGroup],
@@ -186,8 +207,8 @@ def _on_new_node(
             return g.name
     for g in sorted(cheaper, key=lambda g: g.price_per_hour):
         adding = sum(1 for h, _ in new_nodes if h.name == g.name)
-        if not ctx.view.can_grow(g.name, adding) or not ctx.view.admits(pod.spec, g.name):
+        if not view.can_grow(g.name, adding) or not view.admits(pod.spec, g.name):
             continue
-        new_nodes.append((g, ctx.view.template(g.name) - req))
+        new_nodes.append((g, view.template(g.name) - req))
         return g.name
     return None

@@ -51,6 +51,9 @@ KNOWN: Mapping[str, EventStyle] = {
     Reason.CONSOLIDATING: EventStyle("relocation", ">", Reason.CONSOLIDATING, filled=False),
     Reason.CONSOLIDATED: EventStyle("relocation", "*", Reason.CONSOLIDATED, 60.0, filled=False),
     Reason.CONSOLIDATION_STOPPED: EventStyle("relocation", "<", Reason.CONSOLIDATION_STOPPED),
+    "keeping_room_started": EventStyle("relocation", ">", Reason.KEEPING_ROOM, filled=False),
+    "room_kept": EventStyle("relocation", "*", Reason.ROOM_KEPT, 60.0, filled=False),
+    "keeping_room_stopped": EventStyle("relocation", "<", Reason.KEEPING_STOPPED),
 }
 
 # Kinds left off the picture: per-pod bookkeeping that the curves already show, or duplicates.

@@ -113,6 +113,9 @@ REASON_OF_KIND: dict[str, str] = {
     "relocation_rolled_back": Reason.ROLLED_BACK,
     "relocation_futile": Reason.CANNOT_HELP,
     "relocation_zone_unknown": Reason.ZONE_UNKNOWN,
+    "keeping_room_started": Reason.KEEPING_ROOM,
+    "room_kept": Reason.ROOM_KEPT,
+    "keeping_room_stopped": Reason.KEEPING_STOPPED,
 }
 
 

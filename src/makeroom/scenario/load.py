@@ -171,6 +171,7 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
             )
     for i, e in enumerate(spec.events):
         problems += _check_event(e, f"events[{i}]", spec, live, node_pattern)
+    problems += _check_headroom(spec, group_names)
     # Each count is in range; so must their sum be, or a file of many small parts is a cluster larger
     # than Kubernetes runs (and a simulation that does not end).
     nodes = sum(g.initial for g in spec.node_groups)
@@ -186,6 +187,27 @@ def check_rules(spec: ScenarioSpec) -> list[Problem]:
                 f"expected at most {limits.MAX_REPLICAS} replicas in all at the start, got {pods}",
             )
         )
+    return problems
+
+
+def _check_headroom(spec: ScenarioSpec, group_names: set[str]) -> list[Problem]:
+    """Each headroom target names a group of the file, and a workload it deploys (at the start or
+    by an event)."""
+    problems = []
+    deployed = {w.name for w in spec.workloads} | {e.deploy.name for e in spec.events if e.deploy}
+    for i, t in enumerate(spec.controller.headroom.targets):
+        where = f"controller.headroom.targets[{i}]"
+        if t.group not in group_names:
+            problems.append(
+                Problem(f"{where}.group", f"expected a node group name ({', '.join(sorted(group_names))})")
+            )
+        workload = t.for_.workload
+        if workload is not None and workload.removeprefix("default/") not in deployed:
+            problems.append(
+                Problem(f"{where}.for.workload", f"expected a workload of the file, got {workload!r}")
+            )
+        if t.for_.requests is not None:
+            problems += _whole_units(t.for_.requests, f"{where}.for.requests")
     return problems
 
 

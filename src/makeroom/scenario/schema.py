@@ -25,6 +25,8 @@ from pydantic import (
 from makeroom.controller.config import (
     ConsolidationConfig,
     ControllerConfig,
+    HeadroomConfig,
+    RoomTarget,
     Strategy,
     default_of,
     rule_of,
@@ -320,6 +322,13 @@ def _knob(config: type, name: str) -> AfterValidator:
 _C, _K = ConsolidationConfig, ControllerConfig
 
 
+def _target_count(value: int) -> int:
+    try:
+        return limits.count(value, low=1, high=limits.MAX_REPLICAS, what="a number of pods")
+    except limits.InvalidValueError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class ConsolidationSpec(Strict):
     """Extension: the consolidation pass of the relocation controller (cortex issue 1965). Defaults and
     ranges are ConsolidationConfig's."""
@@ -334,6 +343,64 @@ class ConsolidationSpec(Strict):
         return ConsolidationConfig(self.enabled, self.min_saving, self.max_moves, self.window, self.wait)
 
 
+class RoomForSpec(Strict):
+    """Whom a headroom target keeps room for: exactly one of the three."""
+
+    priority_class: str | None = None
+    workload: str | None = None
+    requests: dict[str, Quantity] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RoomForSpec:
+        given = [k for k in ("priority_class", "workload", "requests") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("expected exactly one of priority_class, workload, requests")
+        return self
+
+
+class RoomTargetSpec(Strict):
+    group: str
+    count: Annotated[int, Field(strict=True), AfterValidator(_target_count)]
+    for_: RoomForSpec = Field(alias="for")
+
+    def target(self) -> RoomTarget:
+        f = self.for_
+        return RoomTarget(
+            group=self.group,
+            count=self.count,
+            priority_class=f.priority_class or "",
+            workload=f.workload or "",
+            requests=tuple(sorted((f.requests or {}).items())),
+        )
+
+
+_H = HeadroomConfig
+
+
+class HeadroomSpec(Strict):
+    """Extension: the room the ``headroom`` strategy keeps (docs/headroom.md). Defaults and ranges
+    are HeadroomConfig's."""
+
+    targets: list[RoomTargetSpec] = []
+    max_price_per_hour: Annotated[float, _knob(_H, "max_price_per_hour")] = default_of(
+        _H, "max_price_per_hour"
+    )
+    cooldown: Annotated[Duration, _knob(_H, "cooldown")] = default_of(_H, "cooldown")
+    max_moves_per_hour: Annotated[int, Field(strict=True), _knob(_H, "max_moves_per_hour")] = default_of(
+        _H, "max_moves_per_hour"
+    )
+    cpu_buffer: Annotated[int, Field(strict=True), _knob(_H, "cpu_buffer")] = default_of(_H, "cpu_buffer")
+
+    def config(self) -> HeadroomConfig:
+        return HeadroomConfig(
+            targets=tuple(t.target() for t in self.targets),
+            max_price_per_hour=self.max_price_per_hour,
+            cooldown=self.cooldown,
+            max_moves_per_hour=self.max_moves_per_hour,
+            cpu_buffer=self.cpu_buffer,
+        )
+
+
 class ControllerSpec(Strict):
     strategy: Strategy = Strategy.NONE  # spec v1: without a controller section, no controller runs
     # Extensions: the relocation controller's knobs (evict and migrate only); defaults and ranges are
@@ -345,6 +412,7 @@ class ControllerSpec(Strict):
         _K, "max_moves_in_flight"
     )
     consolidation: ConsolidationSpec = ConsolidationSpec()
+    headroom: HeadroomSpec = HeadroomSpec()
 
     def config(self, strategy: Strategy, consolidate: bool | None = None) -> ControllerConfig:
         """The controller's config for a run with ``strategy``; ``consolidate`` overrides the file's."""
@@ -358,6 +426,7 @@ class ControllerSpec(Strict):
             cooldown=self.cooldown,
             max_moves_in_flight=self.max_moves_in_flight,
             consolidation=consolidation,
+            headroom=self.headroom.config(),
         )
 
 

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from makeroom.controller.port import EvictionBlockedError, NotFoundError
 from makeroom.controller.reasons import ObjectKind, Reason
-from makeroom.controller.records import Consolidation, Cooldown, RecordKind, Records, Relocation, Stored
+from makeroom.controller.records import RecordKind, Records, Stored
 from makeroom.controller.scope import NAME_LABEL, NamespaceLabels
-from makeroom.model import AutoscalerKind, OwnerKind, Pod, Taint, TaintEffect, Toleration, Workload
+from makeroom.model import AutoscalerKind, OwnerKind, Pod, Resources, Taint, TaintEffect, Toleration, Workload
 from makeroom.model.objects import RESERVED_FOR
 from makeroom.model.state import ClusterState
 from makeroom.sim.world import SURGE_REASON, EvictionRefusedError, World
@@ -35,6 +35,9 @@ TIMELINE_KINDS: dict[Reason, str] = {
     Reason.CONSOLIDATED: GENERIC_KIND,
     Reason.CONSOLIDATION_STOPPED: GENERIC_KIND,
     Reason.CONSOLIDATION_UNPRICED: GENERIC_KIND,  # emitted only by `makeroom run`
+    Reason.KEEPING_ROOM: "keeping_room_started",
+    Reason.ROOM_KEPT: "room_kept",
+    Reason.KEEPING_STOPPED: "keeping_room_stopped",
 }
 """Each Event reason of the controller as a ``kind`` of the result's timeline (and of the pictures)."""
 
@@ -67,12 +70,7 @@ class SimCluster:
     def records(self) -> Records:
         out = Records()
         for (kind, name), fields in self.world.custom.items():
-            if kind == RecordKind.RELOCATION:
-                out.relocations[name] = Relocation.from_fields(fields)
-            elif kind == RecordKind.CONSOLIDATION:
-                out.consolidations[name] = Consolidation.from_fields(fields)
-            elif kind == RecordKind.COOLDOWN:
-                out.cooldowns[name] = Cooldown.from_fields(fields)
+            out.read(RecordKind(kind), name, fields)
         return out
 
     def save_record(self, record: Stored) -> None:
@@ -172,6 +170,17 @@ class SimCluster:
         if self._workload(workload).owner_kind is not OwnerKind.REPLICA_SET:
             raise NotFoundError(f"deployments.apps {workload} not found")
         self.world.scale(workload, replicas, reason=SURGE_REASON)
+
+    def keep_buffer(self, group: str, requests: Resources, replicas: int) -> None:
+        """A CapacityBuffer in the simulated API server's store (the simulated autoscalers do not yet
+        act on it: docs/headroom.md, "Limits")."""
+        if group not in self.world.state.groups:
+            raise NotFoundError(f"node group {group} not found")
+        if replicas <= 0:
+            self.world.buffers.pop(group, None)
+        else:
+            self.world.buffers[group] = (requests, replicas)
+        self.world.rec.event(self.world.now, "capacity_buffer", group=group, replicas=replicas)
 
     def emit_event(self, kind: ObjectKind, name: str, reason: Reason, message: str) -> None:
         self.world.rec.event(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from makeroom.model import Pod
+from makeroom.model import Pod, TaintEffect
 from makeroom.model.resources import CPU, MEMORY
 from makeroom.model.scheduling import Placement, feasible
 from makeroom.model.scheduling.score import affinity_score, spread_score
@@ -75,7 +75,7 @@ class Scheduler:
         kube-scheduler computes them: NodeResourcesFit (weight 1) and NodeResourcesBalancedAllocation
         (1) over cpu and memory, PodTopologySpread (2), by the pod's ScheduleAnyway constraints or
         the system defaults (a workload's replicas spread over nodes and zones), and InterPodAffinity
-        (2), by preferred (anti-)affinity. Ties go to
+        (2), by preferred (anti-)affinity, and TaintToleration (3), by PreferNoSchedule taints. Ties go to
         the oldest node so that a run is reproducible (kube-scheduler picks one at random)."""
         state = self.world.state
         cols = [state.index.position(CPU), state.index.position(MEMORY)]
@@ -87,11 +87,32 @@ class Scheduler:
         share = np.minimum(np.where(alloc > 0, used / safe, 0.0), 1.0)
         balanced = ((1.0 - np.abs(share[:, 0] - share[:, 1]) / 2) * 100).astype(np.int64)
         soft = 2 * self.spread(pod, mask) + 2 * affinity_score(Placement(state), pod, mask)
+        soft += 3 * self.taint_toleration(pod, mask)
         score = np.where(mask, fit + balanced + soft, -1)
         top = np.flatnonzero(score == score.max())
         oldest = state.node_at[int(top[np.argmin(state.order[top])])]
         assert oldest is not None
         return oldest.name
+
+    def taint_toleration(self, pod: Pod, mask: Mask) -> npt.NDArray[np.int64]:
+        """TaintToleration's score (0-100): fewer PreferNoSchedule taints the pod does not tolerate is
+        better, normalised as kube-scheduler does (``100 - 100 * count // most`` among the feasible
+        nodes; 100 everywhere when no feasible node has one)."""
+        state = self.world.state
+        counts = np.zeros(len(mask), dtype=np.int64)
+        for slot in np.flatnonzero(mask):
+            node = state.node_at[int(slot)]
+            assert node is not None
+            counts[slot] = sum(
+                1
+                for t in node.taints
+                if t.effect is TaintEffect.PREFER_NO_SCHEDULE
+                and not any(tol.tolerates(t) for tol in pod.spec.tolerations)
+            )
+        most = int(counts.max()) if counts.size else 0
+        if most == 0:
+            return np.full(len(mask), 100, dtype=np.int64)
+        return 100 - counts * 100 // most
 
     def spread(self, pod: Pod, mask: Mask) -> npt.NDArray[np.int64]:
         """PodTopologySpread's normalised score (0-100, model.scheduling.score): the pod's own

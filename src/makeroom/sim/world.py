@@ -14,6 +14,7 @@ from typing import Any
 from makeroom.model import VICTIM_OF, AutoscalerKind, InstanceType, Node, NodeGroup, Pod, Taint, Workload
 from makeroom.model.objects import ZONE_LABEL
 from makeroom.model.provisioning import node_labels
+from makeroom.model.resources import Resources
 from makeroom.model.state import ClusterState
 from makeroom.sim.clock import EventLoop, Phase
 from makeroom.sim.recorder import GroupTrack, Recorder, Removal, WorkloadTrack
@@ -55,6 +56,7 @@ class World:
         self.on_pod_event: list[Callable[[str], None]] = []  # a pod bound to or leaving a node (by name)
         self.instance_type: dict[str, InstanceType] = {}  # node -> its type, for nodes launched as one
         self.custom: dict[tuple[str, str], dict[str, Any]] = {}
+        self.buffers: dict[str, tuple[Resources, int]] = {}  # CapacityBuffers by node group
         """Custom resources by (kind, name), as the API server stores them: makeroom's records."""
         self._reconciling: set[str] = set()
         self.provision_time: Callable[[NodeGroup], float] = _group_provision_time

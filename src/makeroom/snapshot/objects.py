@@ -126,6 +126,7 @@ class _Builder:
     pods: list[tuple[Pod, str]] = field(default_factory=list)
     pdbs: list[tuple[str, Mapping[str, Any], DisruptionBudget, str]] = field(default_factory=list)
     deployments: dict[str, tuple[int | None, dict[str, str]]] = field(default_factory=dict)
+    templates: dict[str, PodSpec] = field(default_factory=dict)  # Deployment -> its pods' shape
     replica_owners: dict[str, str] = field(default_factory=dict)  # workload -> who sets its replicas
     status: Mapping[str, Any] | None = None
     status_where: str = "the autoscaler status"
@@ -516,6 +517,14 @@ class _Builder:
         annotations = str_map(meta.get("annotations"), f"{where}.metadata.annotations", self.problems)
         key = name if namespace == "default" else f"{namespace}/{name}"
         self.deployments[key] = (replicas, annotations)
+        # A template's priority is nobody's word: the API server resolves a pod's from its class on
+        # admission, and a tenant may write any number here (to steer headroom's default target).
+        template = {k: v for k, v in _map(_map(spec, "template"), "spec").items() if k != "priority"}
+        if template.get("containers"):
+            before = len(self.problems)
+            parsed = self.pod_spec(template, f"{where}.spec.template")
+            if len(self.problems) == before:
+                self.templates[key] = parsed
 
     def autoscaler(self, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
         """An HPA owns its target Deployment's replica count: makeroom must not change it."""
@@ -798,6 +807,13 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
                 pod.workload, pod.spec, 0, pod.namespace, owner_kind=pod.owner_kind
             )
             labels_of[pod.workload] = (pod.namespace, pod.labels)
+    # A Deployment without pods (scaled to zero, as a GPU workload before its burst) is a workload of
+    # its template's shape, as the simulator has it: headroom keeps room for its pods ahead of them.
+    for name, spec in b.templates.items():
+        if name not in workloads:
+            namespace = name.split("/", 1)[0] if "/" in name else "default"
+            workloads[name] = Workload(name, spec, 0, namespace)
+            counts[name] = 0
     for name, w in workloads.items():
         w.replicas = counts[name]
         deployment = b.deployments.get(name)

@@ -1,0 +1,272 @@
+"""Headroom: room for GPU pods kept free on their nodes ahead of demand (docs/headroom.md).
+
+A target asks for room for ``count`` pods of one shape in one group. This pass counts how many such
+pods fit on the group's nodes now (the scheduler's filters, after every hold), and when that is below
+the target, picks CPU-only pods (pods that request no accelerator) on one of the group's nodes whose
+leaving restores the room, and where each goes: free room on nodes of groups without accelerators
+first, else a new node of such a group whose price fits the cap (consolidation's placement,
+``planner.consolidate.place``). Never a GPU node for a CPU pod, never a pod a budget, a cooldown or
+the admin's scope holds. Pure: the state is never changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from makeroom.model import OwnerKind, Pod, PodSpec, Resources, Toleration
+from makeroom.model.resources import GPU_RESOURCES, Vector
+from makeroom.model.state import ClusterState
+from makeroom.model.view import ClusterView
+from makeroom.planner.budgets import Budgets
+from makeroom.planner.consolidate import Shift, by_group, new_nodes_text, place
+from makeroom.planner.rules import not_movable
+from makeroom.planner.types import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """One headroom target: room for ``count`` pods in ``group``, of the largest GPU workload of
+    ``priority_class`` or of ``workload`` (its key, or ``namespace/name``), or of ``requests``."""
+
+    name: str
+    group: str
+    count: int
+    priority_class: str = ""
+    workload: str = ""
+    requests: Resources | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeepPolicy:
+    now: float = 0.0
+    cooldown: float = 600.0  # the controller's: a pod moved less than this long ago stays
+    recently_moved: frozenset[str] = frozenset()  # pod keys in cooldown
+    pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move
+    cooling: frozenset[str] = frozenset()  # workloads moved to keep room within the headroom cooldown
+    budget: int = 10  # moves left within the hour
+    max_price_per_hour: float = 0.0  # a new CPU node only when its price is at most this
+    move_jobs_in: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RoomCount:
+    """A target as the cluster has it now: room for ``free`` of the ``wanted`` pods, ``possible`` at
+    most were every CPU-only pod gone from the group's nodes."""
+
+    name: str
+    group: str
+    whom: str  # the shape's source: a workload, or "requests"
+    wanted: int
+    free: int
+    possible: int
+    holding: tuple[str, ...] = ()  # the group's nodes with room for at least one such pod now
+
+
+@dataclass(frozen=True, slots=True)
+class KeepMove:
+    """CPU-only pods leaving nodes of ``group`` so that ``gain`` more of the target's pods fit."""
+
+    target: str
+    group: str
+    shifts: tuple[Shift, ...]
+    scale_ups: dict[str, int] = field(default_factory=dict)
+    price_per_hour: float = 0.0
+    gain: int = 0
+
+    @property
+    def nodes(self) -> list[str]:
+        """The GPU nodes the pods leave, in order."""
+        return sorted({s.pod.node for s in self.shifts if s.pod.node is not None})
+
+    def why(self) -> str:
+        added = new_nodes_text(self.scale_ups)
+        return (
+            f"moving {len(self.shifts)} CPU-only pod(s) off {', '.join(self.nodes)} ({self.group}) "
+            f"with {added} "
+            f"keeps room for {self.gain} more pod(s) of headroom target {self.target}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """The outcome for one target: its count, the move that restores its room (if any), and why
+    there is none when the room is short."""
+
+    count: RoomCount
+    move: KeepMove | None = None
+    why_not: str = ""
+
+
+def gpu_group(state: ClusterState, group: str) -> bool:
+    g = state.groups.get(group)
+    return g is not None and any(it.capacity.requests_gpu() for it in g.types())
+
+
+def default_targets(state: ClusterState) -> list[Wanted]:
+    """Without a configured target: in each group with accelerators, room for one pod of the
+    highest-priority GPU workload whose pods its nodes would take (the largest on a tie)."""
+    view = ClusterView(state)
+    out = []
+    gpu_workloads = [w for w in state.workloads.values() if w.spec.requests.requests_gpu()]
+    for group in sorted(state.groups):
+        if not gpu_group(state, group):
+            continue
+        fitting = [w for w in gpu_workloads if view.admits(w.spec, group)]
+        if fitting:
+            top = max(fitting, key=lambda w: (w.spec.priority, _size(w.spec.requests), w.name))
+            out.append(Wanted(f"{group}.{top.name}".lower().replace("/", "."), group, 1, workload=top.name))
+    return out
+
+
+def _size(requests: Resources) -> tuple[int, ...]:
+    return (sum(requests[g] for g in GPU_RESOURCES), requests["cpu"], requests["memory"])
+
+
+def shape(state: ClusterState, wanted: Wanted) -> tuple[PodSpec, str] | None:
+    """The pod the target keeps room for, and where its shape comes from; None when no GPU workload
+    matches (the target then holds nothing: there is nobody to keep room for yet)."""
+    if wanted.requests is not None:
+        group = state.groups.get(wanted.group)
+        # A pod of given requests tolerates its group's taints: room is counted on the group's nodes.
+        tolerations = (
+            tuple(Toleration(t.key, "Exists", "", t.effect.value) for t in group.taints) if group else ()
+        )
+        return PodSpec(requests=wanted.requests, tolerations=tolerations), "requests"
+    matching = [
+        w
+        for key, w in state.workloads.items()
+        if w.spec.requests.requests_gpu()
+        and (
+            (wanted.priority_class and w.spec.priority_class == wanted.priority_class)
+            or (wanted.workload and wanted.workload in (key, f"{w.namespace}/{w.name}"))
+        )
+    ]
+    if not matching:
+        return None
+    top = max(matching, key=lambda w: (_size(w.spec.requests), w.name))
+    return top.spec, top.name
+
+
+def _fit_count(req: Vector, room: Vector) -> int:
+    asked = req > 0
+    if not asked.any():
+        return 0
+    return int(max(0, np.min(room[asked] // req[asked])))
+
+
+def _movable(state: ClusterState, pod: Pod, rules: Policy, budgets: Budgets, policy: KeepPolicy) -> bool:
+    if pod.spec.requests.requests_gpu() or pod.owner_kind == OwnerKind.DAEMON_SET:
+        return False
+    w = state.workloads.get(pod.workload) if pod.workload is not None else None
+    if w is None or w.replicas_owner is not None or pod.workload in policy.cooling:
+        return False  # make-before-break: only what a surge can replace, and not again too soon
+    return not_movable(pod, rules, budgets) is None
+
+
+def keep_room(
+    state: ClusterState, wanted: Wanted, policy: KeepPolicy, view: ClusterView | None = None
+) -> Kept:
+    """The target's count and, when its room is short, the move of CPU-only pods off its group's
+    nodes that restores it (nodes where the fewest moves free the most room first)."""
+    view = view if view is not None and not view.stale else ClusterView(state)
+    found = shape(state, wanted)
+    if found is None:
+        return Kept(
+            RoomCount(wanted.name, wanted.group, "nobody", wanted.count, 0, 0),
+            None,
+            "no GPU workload matches",
+        )
+    spec, whom = found
+    req = state.requests_of(spec)
+    rules = Policy(
+        now=policy.now,
+        cooldown=policy.cooldown,
+        recently_moved=policy.recently_moved,
+        pinned=policy.pinned,
+        make_before_break=True,
+        move_jobs_in=policy.move_jobs_in,
+    )
+    budgets = Budgets(state)
+    admits = view.static(spec)
+    nodes = []  # (node, free count, count with its movable CPU-only pods gone, those pods)
+    for node in state.nodes_of(wanted.group):
+        slot = state.slot_of[node.name]
+        if not admits[slot]:
+            continue
+        room = view.free[slot]
+        on = [p for p in state.pods_on[node.name].values() if not p.spec.requests.requests_gpu()]
+        movable = [p for p in on if _movable(state, p, rules, budgets, policy)]
+        cpu_only = sum((state.requests_of(p.spec) for p in on if not p.terminating), np.zeros_like(room))
+        freed = sum((state.requests_of(p.spec) for p in movable), np.zeros_like(room))
+        nodes.append(
+            (
+                node,
+                _fit_count(req, room),
+                _fit_count(req, room + cpu_only),
+                _fit_count(req, room + freed),
+                movable,
+            )
+        )
+    free = sum(n[1] for n in nodes)
+    possible = sum(n[2] for n in nodes)
+    holding = tuple(n[0].name for n in nodes if n[1] > 0)
+    count = RoomCount(wanted.name, wanted.group, whom, wanted.count, free, possible, holding)
+    short = min(wanted.count, possible) - free
+    if short <= 0:
+        why = "" if free >= wanted.count else f"the group can hold at most {possible} such pod(s)"
+        return Kept(count, None, why)
+    if policy.budget <= 0:
+        return Kept(count, None, "the hourly limit of moves to keep room is reached")
+    allowed = np.zeros(len(state.alive), dtype=np.bool_)
+    for n in state.nodes.values():
+        if not gpu_group(state, n.group) and not n.allocatable.requests_gpu():
+            allowed[state.slot_of[n.name]] = True
+    cheap = [
+        g
+        for g in state.groups.values()
+        if not gpu_group(state, g.name) and g.price_per_hour <= policy.max_price_per_hour
+    ]
+    ranked = sorted(nodes, key=lambda n: (-(n[3] - n[1]), n[0].name))
+    chosen: list[Pod] = []
+    gained = 0
+    for node, now_fit, _, most, movable in ranked:
+        gain = min(short - gained, most - now_fit)
+        if gain <= 0:
+            continue
+        chosen += _fewest(state, req, view.free[state.slot_of[node.name]], movable, now_fit + gain)
+        gained += gain
+    if not chosen:
+        return Kept(count, None, "no CPU-only pod on its nodes may move now (budgets, cooldowns, scope)")
+    if len(chosen) > policy.budget:
+        why = f"restoring the room needs {len(chosen)} moves; {policy.budget} left this hour"
+        return Kept(count, None, why)
+    placed = place(state, view, chosen, allowed, cheap)
+    if placed is None:
+        why = (
+            "no room for its CPU-only pods on CPU nodes, and no new CPU node within "
+            f"max_price_per_hour {policy.max_price_per_hour:g}"
+        )
+        return Kept(count, None, why)
+    shifts, new_nodes = placed
+    price = sum(g.price_per_hour for g in new_nodes)
+    move = KeepMove(wanted.name, wanted.group, tuple(shifts), by_group(new_nodes), price, gained)
+    return Kept(count, move, "")
+
+
+def _fewest(state: ClusterState, req: Vector, room: Vector, movable: list[Pod], goal: int) -> list[Pod]:
+    """The fewest of the pods (largest first, then any that proves needless dropped) whose leaving
+    lets ``goal`` pods of ``req`` fit in ``room``."""
+    chosen: list[Pod] = []
+    freed = room.copy()
+    for p in sorted(movable, key=lambda p: (-int(state.requests_of(p.spec).sum()), p.key)):
+        if _fit_count(req, freed) >= goal:
+            break
+        chosen.append(p)
+        freed = freed + state.requests_of(p.spec)
+    for p in sorted(chosen, key=lambda p: (int(state.requests_of(p.spec).sum()), p.key)):
+        if _fit_count(req, freed - state.requests_of(p.spec)) >= goal:
+            chosen.remove(p)
+            freed = freed - state.requests_of(p.spec)
+    return chosen
