@@ -64,7 +64,7 @@ class Consolidations:
             now,
             budget=budget,
             recently_moved=self.s.cooling(state, records, now),
-            skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(RetryKey.skipped_node(n), now)),
+            skip_nodes=self.s.skipped_nodes(state, now),
             pinned=self.s.pinned(state, records, live.namespaces),
         )
         key = answer_key(state, policy)
@@ -189,7 +189,11 @@ class Consolidations:
         """A consolidation taint of a node with no consolidation (a controller died in between):
         remove it."""
         for node in state.nodes.values():
-            if node.name not in consolidated and any(t.key == CONSOLIDATING_TAINT for t in node.taints):
+            if (
+                node.taints
+                and node.name not in consolidated
+                and any(t.key == CONSOLIDATING_TAINT for t in node.taints)
+            ):
                 self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
 
 
