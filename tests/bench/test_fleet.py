@@ -121,9 +121,10 @@ def test_max_instance_per_node_is_a_per_node_count(trace: Path) -> None:
 def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: Path) -> None:
     report = tmp_path / "fleet.html"
     args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--strategies", "none")
-    result = cli(*args, "--balloons", "1", "-o", "json", "--report", report)
+    result = cli(*args, "--balloons", "1", "--first-seed", "3", "-o", "json", "--report", report)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
+    assert data["seeds"] == [3, 4]
     assert set(data["contenders"]) == {"none", "balloon-1"}
     assert "<svg" in report.read_text()
     for bad in (("--strategies", "nope"), ("--balloons", "x"), ("--scale", "0")):
