@@ -4,20 +4,26 @@ every strategy), the strategies' own rules, and the command's manners."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from makeroom.bench.fleet import BASE, Contender, Fleet, run_one, with_balloons
 from makeroom.bench.fleet_demand import CAP_RESOURCE, dlrm_demand
 from makeroom.cli.wiring import bundled_scenarios
-from makeroom.controller import Strategy
+from makeroom.controller import Controller, Strategy
+from makeroom.controller.steps import TickReport
 from makeroom.model import AutoscalerKind
+from makeroom.planner import consolidate as consolidate_module
 from makeroom.scenario import load_scenario
 from makeroom.scenario.load import parse_scenario
 from makeroom.sim.autoscaler import Autoscaler
-from makeroom.sim.runs import build
+from makeroom.sim.clock import Phase
+from makeroom.sim.runs import QUIET_TICK, build
+from makeroom.sim.simulation import Simulation
 from tests.conftest import cli
 from tests.trace.test_dlrm import HEADER
 
@@ -50,9 +56,8 @@ def trace(tmp_path: Path) -> Path:
 
 def test_every_run_keeps_the_invariants(trace: Path) -> None:
     demand = dlrm_demand(trace, 1.0)
-    chosen = [c for c in BASE if c.name in ("none", "preemption", "delay-30s", "descheduler", "evict")]
-    data = Fleet(demand, [1, 2], balloon_nodes=[1]).run_all(chosen)
-    assert set(data["contenders"]) == {c.name for c in chosen} | {"balloon-1"}
+    data = Fleet(demand, [1, 2], balloon_nodes=[1]).run_all(BASE)  # every strategy, makeroom's too
+    assert set(data["contenders"]) == {c.name for c in BASE} | {"balloon-1"}
     assert data["same_demand"]
     for runs in data["runs"].values():
         assert len(runs) == 2
@@ -116,9 +121,10 @@ def test_max_instance_per_node_is_a_per_node_count(trace: Path) -> None:
 def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: Path) -> None:
     report = tmp_path / "fleet.html"
     args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--strategies", "none")
-    result = cli(*args, "--balloons", "1", "-o", "json", "--report", report)
+    result = cli(*args, "--balloons", "1", "--first-seed", "3", "-o", "json", "--report", report)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
+    assert data["seeds"] == [3, 4]
     assert set(data["contenders"]) == {"none", "balloon-1"}
     assert "<svg" in report.read_text()
     for bad in (("--strategies", "nope"), ("--balloons", "x"), ("--scale", "0")):
@@ -138,3 +144,81 @@ def test_quiet_ticks_change_nothing_while_pods_wait_or_makeroom_acts(strategy: S
         quiet = build(scenario, strategy, 1, quiet=True).run().to_json()
         every = build(scenario, strategy, 1).run().to_json()
         assert quiet == every, path.name
+
+
+class EveryInstant:
+    """The oracle of ``QuietTicks``: the same rule checked on every instant of the grid."""
+
+    def __init__(self, sim: Simulation, controller: Controller, interval: float) -> None:
+        self.world, self.controller = sim.world, controller
+        self.last_at, self.last_generation = -QUIET_TICK, -1
+        sim.every(interval, Phase.CONTROLLER, self.tick)
+
+    def tick(self) -> None:
+        world = self.world
+        changed = world.state.generation != self.last_generation
+        if world.pending or world.custom or changed or world.now - self.last_at >= QUIET_TICK:
+            self.controller.tick()
+            self.last_at, self.last_generation = world.now, world.state.generation
+
+
+TICK = Controller.tick
+
+
+def ticks_and_result(
+    trace: Path, strategy: Strategy, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[tuple[float, list[str], list[str]]], dict[str, Any]]:
+    """Each controller tick's instant and what it started, and the run's result (its cost aside)."""
+    demand = dlrm_demand(trace, 1.0)
+    ticks: list[tuple[float, list[str], list[str]]] = []
+
+    def recorded(self: Controller) -> TickReport:
+        report = TICK(self)
+        ticks.append((self.steps.clock.now(), report.started, report.consolidating))
+        return report
+
+    monkeypatch.setattr(Controller, "tick", recorded)
+    contender = next(c for c in BASE if c.strategy is strategy)
+    run = run_one(parse_scenario(with_balloons(demand, 0), "t"), demand, contender, 1, None)
+    for key in ("wall_s", "events", "events_per_s"):
+        del run[key]
+    return ticks, run
+
+
+@pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
+def test_the_sleeping_controller_ticks_when_a_check_on_every_instant_would(
+    trace: Path, strategy: Strategy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asleep = ticks_and_result(trace, strategy, monkeypatch)
+    monkeypatch.setattr("makeroom.sim.runs.QuietTicks", EveryInstant)
+    every = ticks_and_result(trace, strategy, monkeypatch)
+    assert asleep == every
+    instants = [t for t, _, _ in every[0]]
+    assert any(b - a == 2.0 for a, b in itertools.pairwise(instants))  # busy stretches, every interval
+    assert any(b - a >= QUIET_TICK for a, b in itertools.pairwise(instants))  # and quiet ones
+    assert any(consolidating for _, _, consolidating in every[0])  # makeroom acted in the window
+
+
+@pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
+def test_keeping_fruitless_consolidation_searches_changes_nothing(
+    trace: Path, strategy: Strategy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller keeps a fruitless search's answer while its key holds, and the search rules out a
+    node whose pod has nowhere cheaper to go before placing the others: without either, every round
+    searches in full, and every decision is the same."""
+    searches = {"count": 0}
+    search = consolidate_module.consolidate
+
+    def counted(*args: Any) -> Any:
+        searches["count"] += 1
+        return search(*args)
+
+    monkeypatch.setattr("makeroom.controller.consolidator.consolidate", counted)
+    kept = ticks_and_result(trace, strategy, monkeypatch)
+    kept_searches = searches["count"]
+    searches["count"] = 0
+    monkeypatch.setattr("makeroom.controller.consolidator.answer_key", lambda *_: object())
+    monkeypatch.setattr(consolidate_module, "_nowhere", lambda *_: False)
+    full = ticks_and_result(trace, strategy, monkeypatch)
+    assert kept == full
+    assert searches["count"] > kept_searches  # the key did keep some

@@ -31,6 +31,9 @@ def bench_fleet(
         float | None, typer.Option(help="Replay only the trace's first hours (default: all of it).")
     ] = None,
     seeds: Annotated[int, typer.Option(min=1, max=1000, help="Seeds 1..N per strategy.")] = 10,
+    first_seed: Annotated[
+        int, typer.Option(min=1, max=10**6, help="The first seed (runs split over processes).")
+    ] = 1,
     strategies: Annotated[
         str | None, typer.Option(help="Comma-separated strategies (default: all); balloons are sized after.")
     ] = None,
@@ -83,7 +86,7 @@ def bench_fleet(
                 demand = dlrm_demand(source, factor, hours)
             else:
                 demand = openb_demand(source, factor, hours)
-            fleet = Fleet(demand, list(range(1, seeds + 1)), bar.track, sizes)
+            fleet = Fleet(demand, list(range(first_seed, first_seed + seeds)), bar.track, sizes)
             data = fleet.run_all(chosen)
         if report is not None:
             from makeroom.report.fleet import render

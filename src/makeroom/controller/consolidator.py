@@ -22,7 +22,7 @@ from makeroom.model import Node, OwnerKind, Pod, Taint, TaintEffect
 from makeroom.model.fit import label_fit
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
-from makeroom.planner.consolidate import consolidate
+from makeroom.planner.consolidate import answer_key, consolidate
 
 log = logging.getLogger("makeroom.controller")
 
@@ -33,6 +33,9 @@ class Consolidations:
     def __init__(self, steps: Steps) -> None:
         self.s = steps
         self._moves: list[tuple[float, int]] = []  # (when, moves): the budget per window
+        # The last search that found nothing: its state object and answer_key. Searched again only
+        # once either differs (a quiet cluster is not searched on every round).
+        self._fruitless: tuple[ClusterState, tuple[object, ...]] | None = None
 
     @staticmethod
     def active(state: ClusterState, records: Records) -> list[tuple[str, Node | None, Consolidation | None]]:
@@ -56,19 +59,21 @@ class Consolidations:
         budget = self.budget_left(now)
         if budget <= 0:
             return None
-        started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
-        found = consolidate(
-            state,
-            consolidation_policy(
-                config,
-                now,
-                budget=budget,
-                recently_moved=self.s.cooling(state, records, now),
-                skip_nodes=frozenset(n for n in state.nodes if self.s.waiting(RetryKey.skipped_node(n), now)),
-                pinned=self.s.pinned(state, records, live.namespaces),
-            ),
+        policy = consolidation_policy(
+            config,
+            now,
+            budget=budget,
+            recently_moved=self.s.cooling(state, records, now),
+            skip_nodes=self.s.skipped_nodes(state, now),
+            pinned=self.s.pinned(state, records, live.namespaces),
         )
+        key = answer_key(state, policy)
+        if self._fruitless is not None and self._fruitless[0] is state and self._fruitless[1] == key:
+            return None
+        started_at = time.perf_counter()  # a measurement for metrics, never an input to a decision
+        found = consolidate(state, policy)
         self.s.report.consolidation_plan_seconds = time.perf_counter() - started_at
+        self._fruitless = (state, key) if found is None else None
         if found is None:
             return None
         node = found.node
@@ -184,7 +189,11 @@ class Consolidations:
         """A consolidation taint of a node with no consolidation (a controller died in between):
         remove it."""
         for node in state.nodes.values():
-            if node.name not in consolidated and any(t.key == CONSOLIDATING_TAINT for t in node.taints):
+            if (
+                node.taints
+                and node.name not in consolidated
+                and any(t.key == CONSOLIDATING_TAINT for t in node.taints)
+            ):
                 self.s.act(self.s.cluster.untaint_node, node.name, CONSOLIDATING_TAINT)
 
 

@@ -78,7 +78,7 @@ class Relocations:
         marked: list[Pod] = []
         recorded = records.relocations
         for pod in state.pods.values():
-            if pod.key in recorded:
+            if recorded and pod.key in recorded:
                 found.append((pod.key, pod, recorded[pod.key]))
             if pod.annotations and VICTIM_OF in pod.annotations:
                 marked.append(pod)

@@ -200,6 +200,15 @@ class Steps:
         retry = self.retry.get(key)
         return retry is not None and retry.at > now
 
+    def skipped_nodes(self, state: ClusterState, now: float) -> frozenset[str]:
+        """The nodes whose consolidation was given up less than a cooldown ago (read off the retries,
+        not asked of every node: a round in a large cluster has few)."""
+        return frozenset(
+            key.name
+            for key, retry in self.retry.items()
+            if key.kind is RetryKind.SKIPPED_NODE and retry.at > now and key.name in state.nodes
+        )
+
     def guarded(self, what: RetryKey, step: Callable[..., object], *args: object) -> None:
         """Run a step; a failed cluster call is logged and the step retried after a backoff."""
         if self.waiting(what, self.clock.now()):

@@ -8,11 +8,12 @@ node empties and the autoscaler removes it. Pure: the state is never changed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from makeroom.model import Node, NodeGroup, OwnerKind, Pod
+from makeroom.model import DO_NOT_MOVE, Node, NodeGroup, OwnerKind, Pod, PodSpec
+from makeroom.model.objects import MOVED_AT
 from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState, Mask
 from makeroom.model.view import ClusterView
@@ -73,6 +74,7 @@ class _Cluster:
     view: ClusterView
     cheaper: dict[str, list[NodeGroup]]  # group -> strictly cheaper groups
     allowed: dict[str, Mask]  # group -> nodes of its cheaper groups
+    nowhere: dict[tuple[int, str], bool] = field(default_factory=dict)  # (id of a spec, group) -> _nowhere
 
 
 def consolidate(
@@ -88,6 +90,21 @@ def consolidate(
         if found is not None and (best is None or found.saving_per_hour > best.saving_per_hour):
             best = found
     return best
+
+
+def answer_key(state: ClusterState, policy: ConsolidationPolicy) -> tuple[object, ...]:
+    """What ``consolidate``'s answer on this state object depends on: its generation (every placement,
+    node change and nomination), the policy but its clock, and the pods whose movability their own
+    fields or the clock decide (terminating, opted out, moved recently), which leave the generation
+    alone. The same key on the same object, the same answer: a caller keeps a fruitless answer rather
+    than search again a cluster that did not change in a way that matters."""
+    rules = Policy(now=policy.now, cooldown=policy.cooldown)
+    held = frozenset(
+        (p.key, p.terminating, not_movable(p, rules))
+        for p in state.pods.values()
+        if p.terminating or DO_NOT_MOVE in p.annotations or MOVED_AT in p.annotations
+    )
+    return (state.generation, replace(policy, now=0.0), held)
 
 
 def unpriced(state: ClusterState) -> bool:
@@ -130,6 +147,8 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
     pods = [p for p in state.pods_on[node.name].values() if p.owner_kind != OwnerKind.DAEMON_SET]
     if not pods or len(pods) > policy.max_moves or any(p.terminating for p in pods):
         return None
+    if any(_nowhere(state, ctx, p.spec, group) for p in pods):
+        return None  # what _place would find, without its search (most nodes end here, on every call)
     rules = Policy(
         now=policy.now, cooldown=policy.cooldown, recently_moved=policy.recently_moved, pinned=policy.pinned
     )
@@ -173,7 +192,8 @@ def place(
     nodes' order, else a new node of the cheapest of ``groups`` that may grow and takes it (new nodes
     filled before another is added). None when one of them has nowhere to go. Shared by consolidation
     and by the headroom keeper (planner/keep_room.py)."""
-    free = view.free.copy()
+    free = view.free  # copied at the first move onto an existing node: most tries fail before
+    copied = False
     new_nodes: list[tuple[NodeGroup, Vector]] = []
     shifts: list[Shift] = []
     for pod in sorted(pods, key=lambda p: -int(state.requests_of(p.spec).sum())):
@@ -182,6 +202,8 @@ def place(
         hits = np.flatnonzero(fits)
         if len(hits):
             slot = int(hits[np.argmin(state.order[hits])])
+            if not copied:
+                free, copied = free.copy(), True
             free[slot] -= req
             target = state.node_at[slot]
             assert target is not None
@@ -192,6 +214,27 @@ def place(
             return None
         shifts.append(Shift(pod, pod.workload, None, placed))
     return shifts, [g for g, _ in new_nodes]
+
+
+def _nowhere(state: ClusterState, ctx: _Cluster, spec: PodSpec, group: NodeGroup) -> bool:
+    """Whether a pod of this spec leaving a node of ``group`` has nowhere to go: no node of a cheaper
+    group has room for it now, and no cheaper group that may grow has a new node big enough. Then
+    ``_place`` fails for any node holding one, for room only shrinks as it places the others (a new
+    node's room starts at its group's template); known per spec, so one check serves every node."""
+    key = (id(spec), group.name)
+    found = ctx.nowhere.get(key)
+    if found is None:
+        req = state.requests_of(spec)
+        view = ctx.view
+        new_node = any(
+            view.can_grow(g.name) and bool(np.all(view.template(g.name) >= req))
+            for g in ctx.cheaper[group.name]
+        )
+        # the room first: the label and taint fit costs more, and most pods fail on the room
+        roomy = ctx.allowed[group.name] & np.all(view.free >= req, axis=1)
+        found = not new_node and not (roomy.any() and bool((roomy & view.fits(spec, view.free)).any()))
+        ctx.nowhere[key] = found
+    return found
 
 
 def _on_new_node(

@@ -23,6 +23,7 @@ Action = Callable[[], None]
 class EventLoop:
     def __init__(self) -> None:
         self.now = 0.0
+        self.phase = Phase.WORLD  # of the action running now (or last run)
         self._heap: list[tuple[float, int, int, Action]] = []
         self._seq = 0
         self.processed = 0
@@ -46,8 +47,9 @@ class EventLoop:
             self._heap[0][0] < horizon
             or (self._heap[0][0] == horizon and (before is None or self._heap[0][1] < before))
         ):
-            time, _, _, action = heapq.heappop(self._heap)
+            time, phase, _, action = heapq.heappop(self._heap)
             self.now = time
+            self.phase = Phase(phase)
             action()
             self.processed += 1
             if on_step is not None:

@@ -3,6 +3,7 @@ simulated cluster's port and clock, for the strategies that need it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from makeroom.controller import Controller, ControllerConfig, Strategy
@@ -38,25 +39,67 @@ def attach_controller(sim: Simulation, config: ControllerConfig, quiet: bool = F
     if not quiet:
         sim.every(config.interval, Phase.CONTROLLER, controller.tick)
     else:
-        sim.every(config.interval, Phase.CONTROLLER, _quiet_ticks(sim, controller))
+        QuietTicks(sim, controller, config.interval)
     if sim.kind == AutoscalerKind.KARPENTER:
         _react_to_unschedulable(sim, controller)
     return controller
 
 
-def _quiet_ticks(sim: Simulation, controller: Controller) -> Callable[[], None]:
-    world = sim.world
-    last = {"at": -QUIET_TICK, "generation": -1}
+class QuietTicks:
+    """The controller's loop in ``quiet`` runs. On each instant of its grid (every interval from the
+    start) it ticks when a pod waits, a record exists, the cluster changed since its last tick, or
+    ``QUIET_TICK`` passed. Between two such instants nothing is scheduled: asleep, it looks after each
+    action of the loop whether one of the first three came true, and wakes on the first instant of
+    the grid that comes after that action (the same instant, if the controller's phase there is
+    still to come), or, failing that, on the first instant ``QUIET_TICK`` after its last tick. So it
+    ticks on exactly the instants a check on every instant of the grid would, without the check:
+    a month at 2 s is 1.3 million of them."""
 
-    def tick() -> None:
-        generation = world.state.generation
-        busy = world.pending or world.custom or generation != last["generation"]
-        if busy or world.now - last["at"] >= QUIET_TICK:
-            controller.tick()
-            last["at"], last["generation"] = world.now, world.state.generation
+    def __init__(self, sim: Simulation, controller: Controller, interval: float) -> None:
+        self.world, self.loop, self.controller, self.interval = sim.world, sim.loop, controller, interval
+        self.last_at = -QUIET_TICK
+        self.last_generation = -1
+        self.asleep_since: float | None = None
+        self.alarm = 0  # the number of the wake-up that counts; earlier ones are void
+        sim.after_event.append(self.look)
+        self.loop.at(self.loop.now, Phase.CONTROLLER, self.tick)
+
+    def busy(self) -> bool:
+        world = self.world
+        return bool(world.pending or world.custom or world.state.generation != self.last_generation)
+
+    def tick(self) -> None:
+        now = self.world.now
+        if self.busy() or now - self.last_at >= QUIET_TICK:
+            self.controller.tick()
+            self.last_at, self.last_generation = now, self.world.state.generation
+            self.loop.after(self.interval, Phase.CONTROLLER, self.tick)
             return
+        self.asleep_since = now
+        steps = math.ceil((self.last_at + QUIET_TICK - now) / self.interval)
+        self._wake_at(now + steps * self.interval)
 
-    return tick
+    def look(self) -> None:
+        since = self.asleep_since
+        if since is None or not self.busy():
+            return
+        now = self.loop.now
+        steps = max(1, math.ceil((now - since) / self.interval))
+        if since + steps * self.interval == now and self.loop.phase >= Phase.CONTROLLER:
+            steps += 1  # this instant's tick would have run already
+        self.asleep_since = None  # awake from now on: the wake-up below is the next tick
+        self._wake_at(since + steps * self.interval)
+
+    def _wake_at(self, when: float) -> None:
+        self.alarm += 1
+        alarm = self.alarm
+
+        def wake() -> None:
+            if alarm == self.alarm:
+                self.asleep_since = None
+                self.tick()
+
+        self.loop.at(when, Phase.CONTROLLER, wake)
 
 
 def _react_to_unschedulable(sim: Simulation, controller: Controller) -> None:

@@ -40,6 +40,7 @@ class Simulation:
         self.scenario = scenario
         self.options = options
         self.loop = EventLoop()
+        self.after_event: list[Callable[[], None]] = []  # called after every action of the loop
         self.recorder = Recorder(
             keep_events=options.keep_events,
             keep_samples=options.keep_samples,
@@ -121,6 +122,8 @@ class Simulation:
         horizon = self.scenario.spec.duration if until is None else until
 
         def step(t: float) -> None:
+            for hook in self.after_event:
+                hook()
             if self.loop.next_time() != t:  # the last change at this instant
                 self.recorder.sample(t, len(self.world.pending))
             if progress is not None:
