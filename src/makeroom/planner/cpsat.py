@@ -142,6 +142,20 @@ class CpSat:
         return draft
 
 
+def estimate(ctx: Context, pods: list[Pod]) -> int:
+    """The model's size before any of it is built, in numpy alone: the Ready nodes the pending pods
+    could take (the nodes pods may leave) times the cluster's nodes (where those pods could go).
+    ``build`` makes about five to ten variables per unit, each costing Python time; the size check
+    inside ``build`` comes only after the costly part (the classes on every node and their
+    destinations: 16 s for 68,000 variables on 200 nodes under load)."""
+    view = ctx.view
+    state = view.state
+    taken = np.zeros(len(state.alive), dtype=np.bool_)
+    for p in pods:
+        taken |= view.static(p.spec) & np.all(state.alloc >= ctx.req(p.spec), axis=1)
+    return int(taken.sum()) * len(state.nodes)
+
+
 def _full(
     state: ClusterState,
     base: Ledger,
