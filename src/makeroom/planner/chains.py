@@ -3,10 +3,12 @@
 A plan never moves pods to a node it empties for a pending pod, nor takes pods off a node moved pods
 reach (docs/planner.md, "The rules"): the controller runs a relocation's moves in no order, so such a
 chain could send a pod to room that is not free yet. The rule is a choice that can cost a node. When
-the chosen plan buys one, the exact model without the rule (each node's room counted after its
-departures) says whether a plan with chains would buy fewer, and at how many more moves; ``makeroom
-plan`` shows it. Only where OR-Tools is installed and the problem is within the size the controller
-gives the exact search (``search.AUTO_EXACT_SIZE``).
+the chosen plan buys one and is the exact model's optimum under the rule, the same model without the rule
+(each node's room counted after its departures) says whether a plan with chains would buy less, and
+at how many more moves; ``makeroom plan`` shows it. Only where OR-Tools is installed, the problem is
+within the size the controller gives the exact search (``search.AUTO_EXACT_SIZE``), and no pod has a
+rule that looks at other pods (topology spread, pod affinity), which the model sees only against the
+cluster as it is.
 """
 
 from __future__ import annotations
@@ -60,13 +62,18 @@ def chain_cost(state: ClusterState, policy: Policy, chosen: Plan) -> ChainCost |
     known (no OR-Tools, a problem past the size, nothing found within ``policy.exact_budget``)."""
     if not chosen.scale_ups or not exact_available():
         return None
+    if state.anti_affine or any(p.spec.places_by_pods for p in state.pods.values()):
+        return None  # the model sees rules that look at other pods only against the cluster as it is
     planned = [p.pod for p in chosen.placements] + [u.pod for u in chosen.unplaceable]
     pods = pending_pods(state, policy, planned)
     ctx = Context(ClusterView(state), policy, Budgets.of(state))
     if estimate(ctx, pods) > AUTO_EXACT_SIZE:
         return None
-    best = optimum(ctx, pods, chains=True)
     mine = of_plan(state, chosen)
+    strict = optimum(ctx, pods)
+    if strict is None or strict.key() != mine.key():
+        return None  # the model does not see the chosen plan as the best under the rule: not comparable
+    best = optimum(ctx, pods, chains=True)
     if best is None or best.placed != mine.placed or best.key()[1:3] >= mine.key()[1:3]:
         return None  # the same pods placed, and less spent on new nodes (their price, then number)
     return ChainCost(best.moves - mine.moves, best.new_nodes, max(0.0, mine.cost - best.cost))
