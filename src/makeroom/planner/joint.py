@@ -281,9 +281,9 @@ def options(
             # on that relocation's node only: with no existing room, each moved pod buys a node or
             # goes to one the plan adds, which costs more to search
             budget.spend(1)
-            _, slot, short = nearest
-            apart = heuristic.all_on(ctx, _no_existing_room(ledger), short, slot, p_groups, Outcome())
-            away = min(apart, key=lambda o: o.key, default=None)
+            _, at, need = nearest
+            sets = heuristic.all_on(ctx, _no_existing_room(ledger), need, at, p_groups, Outcome())
+            away = min(sets, key=lambda o: o.key, default=None)
     found.sort(key=lambda o: o.key)
     others.sort(key=lambda o: o.key)
     picked: list[Option | None] = [*found[:OPTIONS], *others[:SPARE]]
