@@ -80,13 +80,15 @@ def test_bench_plan_table_fits(width: int) -> None:
         "build_s": 2.5,
         "plan_single_ms": stats,
         "waiting": {
-            k: {"ms_per_pod_with_10": stats, "all_at_once": {"total_s": 2.75}} for k in ("default", "per_pod")
+            k: {"ms_per_pod_with_10": stats, "all_at_once": {"total_s": 2.75}}
+            for k in ("default", "per_pod", "round")
         },
         "baseline_find_preemption_ms": stats,
         "peak_mib": 1234.0,
     }
     mid = {
-        k: {"p50_s": 0.05, "max_s": 0.9, "equals_optimum": "58/60"} for k in ("default", "exact", "per_pod")
+        k: {"p50_s": 0.05, "max_s": 0.9, "equals_optimum": "58/60"}
+        for k in ("default", "exact", "per_pod", "round")
     }
     table = plan_table({"sizes": [size, size], "midsize": {"clusters": 60, **mid}})
     with common.console.capture() as captured:

@@ -74,7 +74,7 @@ def test_the_controller_s_policy_and_plan_s_are_one(config: ControllerConfig, sc
     mine = plan_policy(config, scope, b.state, port.now(), port.namespaces())
     assert theirs == mine
     assert mine.make_before_break is (config.strategy is Strategy.MIGRATE)
-    assert mine.expander is config.autoscaler_expander and not mine.exact_if_available
+    assert mine.expander is config.autoscaler_expander and mine.exact_if_available
     assert ("jobs/batch-0" in mine.pinned) is (scope is SCOPES[1])
 
 

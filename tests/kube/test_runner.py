@@ -194,3 +194,25 @@ def test_a_long_round_that_makes_api_calls_is_alive_and_a_silent_one_is_not() ->
     assert not r.healthy()
     r.kube.deployment_of(f"{NS}/w0")  # any API call, answered or not, is progress
     assert r.healthy()
+
+
+def test_run_imports_or_tools_before_its_first_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paid in the round of the first pod that waits, OR-Tools' import (seconds under load) let
+    Karpenter launch the node seed 3's relocation makes needless: run takes it before any round."""
+    import makeroom.kube.runner as runner_module
+
+    seen: list[str] = []
+    r = runner(cluster())
+
+    def imported() -> bool:
+        seen.append("import")
+        return True
+
+    def round_once() -> None:
+        seen.append("round")
+        r.stop.set()
+
+    monkeypatch.setattr(runner_module, "exact_available", imported)
+    monkeypatch.setattr(r, "once", round_once)
+    assert r.run() == 0
+    assert seen[:2] == ["import", "round"]

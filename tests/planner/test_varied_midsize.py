@@ -11,13 +11,14 @@ from __future__ import annotations
 import pytest
 
 from makeroom.bench.midsize import midsize
+from makeroom.controller.policy import EXACT_BUDGET
 from makeroom.planner import Policy, Proof, plan
 from tests.planner.feasibility import check_feasible, objective
 
 pytest.importorskip("ortools")
 
 SEEDS = range(300)
-CONTROLLER = Policy(exact_if_available=True, exact_budget=2.0)
+CONTROLLER = Policy(exact_if_available=True, exact_budget=EXACT_BUDGET)
 DEFAULT = Policy()
 
 

@@ -15,7 +15,10 @@ a CPU group and two GPU groups; CPU-only replicas fill the CPU nodes and also si
 - peak memory of the subprocess (objects, state and plans together).
 
 Mid-size (``bench.midsize``, the joint-oracle clusters): the time of the default plan, of the exact
-joint plan (CP-SAT, after its import) and of the per-pod plan, and how often each equals the optimum.
+joint plan (CP-SAT, after its import), of the per-pod plan and of the controller's round (the default
+search, then CP-SAT seeded by it where the problem is within its size and the bound does not prove the
+default plan already), and how often each equals the optimum. The round's search is measured on every
+size too (``waiting.round``): past its size it is the default search plus the size's estimate.
 """
 
 from __future__ import annotations
@@ -289,6 +292,7 @@ def reference_ms() -> float:
 
 def measure(size: Size) -> dict[str, Any]:
     """One size, in this process: build, plan, baseline; peak memory from ru_maxrss."""
+    from makeroom.controller.policy import EXACT_BUDGET
     from makeroom.planner import Policy, plan
     from makeroom.sim.preemption import find_preemption
     from makeroom.snapshot import state_from_objects
@@ -333,6 +337,9 @@ def measure(size: Size) -> dict[str, Any]:
     waiting = {
         "default": _waiting(state, pending, Policy(now=0.0)),
         "per_pod": _waiting(state, pending, Policy(now=0.0, joint=False)),
+        "round": _waiting(
+            state, pending, Policy(now=0.0, exact_if_available=True, exact_budget=EXACT_BUDGET)
+        ),
     }
 
     baseline: list[float] = []
@@ -406,8 +413,10 @@ def _waiting(state: Any, pending: list[Any], policy: Any) -> dict[str, Any]:
 
 
 def measure_midsize(seeds: int = MIDSIZE_SEEDS) -> dict[str, Any]:
-    """The mid-size joint plans: time of each search, and how often it equals the exact optimum."""
+    """The mid-size joint plans: time of each search (the controller's round's too), and how often it
+    equals the exact optimum."""
     from makeroom.bench.midsize import midsize
+    from makeroom.controller.policy import EXACT_BUDGET
     from makeroom.planner import Policy, plan
     from makeroom.planner.objective import of_plan
 
@@ -415,9 +424,15 @@ def measure_midsize(seeds: int = MIDSIZE_SEEDS) -> dict[str, Any]:
         import ortools.sat.python.cp_model  # noqa: F401  (its import is not the plan's time)
     except ImportError:
         return {"error": ["the exact joint search needs OR-Tools: pip install 'makeroom[exact]'"]}
-    times: dict[str, list[float]] = {"default": [], "exact": [], "per_pod": []}
-    equal = {"default": 0, "per_pod": 0}
-    policies = {"default": Policy(), "exact": Policy(exact=True), "per_pod": Policy(joint=False)}
+    times: dict[str, list[float]] = {"default": [], "exact": [], "per_pod": [], "round": []}
+    equal = {"default": 0, "per_pod": 0, "round": 0}
+    policies = {
+        "default": Policy(),
+        "exact": Policy(exact=True),
+        "per_pod": Policy(joint=False),
+        # the search of the controller's round (its other knobs as the others', to compare plans)
+        "round": Policy(exact_if_available=True, exact_budget=EXACT_BUDGET),
+    }
     for seed in range(seeds):
         state = midsize(seed).state
         keys = {}

@@ -59,6 +59,7 @@ def plan_table(data: dict[str, Any]) -> Table:
         "alone p50/p99 ms",
         "10 waiting ms/pod p50/p99",
         "10 waiting, per-pod planner",
+        "10 waiting, controller's round",
         "100 waiting s",
         "100 waiting, per-pod planner",
         "preemption p50 ms",
@@ -68,7 +69,7 @@ def plan_table(data: dict[str, Any]) -> Table:
         table.add_column(col, justify="left" if col == "cluster" else "right")
     for row in data["sizes"]:
         if "error" in row:
-            table.add_row(row["size"]["name"], "error: " + " ".join(row["error"]), *[""] * 7)
+            table.add_row(row["size"]["name"], "error: " + " ".join(row["error"]), *[""] * 8)
             continue
         joint, alone = row["waiting"]["default"], row["waiting"]["per_pod"]
         table.add_row(
@@ -77,6 +78,7 @@ def plan_table(data: dict[str, Any]) -> Table:
             f"{row['plan_single_ms']['p50']:.1f}/{row['plan_single_ms']['p99']:.1f}",
             _pair(joint["ms_per_pod_with_10"]),
             _pair(alone["ms_per_pod_with_10"]),
+            _pair(row["waiting"]["round"]["ms_per_pod_with_10"]),
             f"{joint['all_at_once']['total_s']:.2f}",
             f"{alone['all_at_once']['total_s']:.2f}",
             f"{row['baseline_find_preemption_ms']['p50']:.1f}",
@@ -91,7 +93,7 @@ def plan_table(data: dict[str, Any]) -> Table:
         table.caption = f"mid-size joint plans ({mid['clusters']} clusters): " + "; ".join(
             f"{name} p50 {mid[name]['p50_s'] * 1000:.0f} ms, max {mid[name]['max_s'] * 1000:.0f} ms"
             + (f", optimal {mid[name]['equals_optimum']}" if "equals_optimum" in mid[name] else "")
-            for name in ("default", "exact", "per_pod")
+            for name in ("default", "exact", "per_pod", "round")
         )
     return table
 

@@ -31,6 +31,7 @@ from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model.state import ClusterState
 from makeroom.planner import Plan
 from makeroom.planner.consolidate import unpriced
+from makeroom.planner.cpsat import exact_available
 
 log = logging.getLogger("makeroom.run")
 
@@ -132,6 +133,10 @@ class Runner:
 
     def run(self) -> int:
         self.start()
+        # OR-Tools' import (seconds under load: it brings pandas) while the cache syncs, before the
+        # first round: paid in the round of the first pod that waits, it let Karpenter launch the node
+        # the relocation made needless (docs/controller.md)
+        exact_available()
         try:
             start = time.monotonic()
             while not self.cache.wait_synced(1.0):

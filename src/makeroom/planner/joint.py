@@ -6,9 +6,11 @@ later pod buys anyway, victims sent where another pod's victims had to go). The 
 large-neighbourhood search on the whole plan: it takes one pod's decision out, or two pods', keeps the
 others' claims, and decides the pods taken out again in both orders, the first over each of its few
 best options (its own room, or a relocation on each of its best nodes), the second as the heuristic
-would; a change is kept when the whole plan is better on the objective, and the search starts over
-from it, until no neighbourhood improves or the budget (``Policy.joint_budget``, in nodes examined)
-is spent. The plan is never worse than the heuristic's.
+would. A change is kept when the whole plan is better on the objective, and the search starts over
+from it, until no neighbourhood improves or the budget (``Policy.joint_budget``, in nodes examined) is
+spent. Then, while the plan leaves pods pending, the same again with one more start for the first
+pod: its best relocation whose moved pods take no existing room, the pending pods decided again
+after it (the room it leaves may be theirs). The plan is never worse than the heuristic's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from makeroom.model import Pod
 from makeroom.planner.attribution import attribute
-from makeroom.planner.candidates import candidate_slots, shortfall
+from makeroom.planner.candidates import Shortfall, candidate_slots, shortfall
 from makeroom.planner.context import Context, Ledger, wants_room
 from makeroom.planner.destinations import Sharers
 from makeroom.planner.heuristic import Heuristic
@@ -86,17 +88,20 @@ class Improved:
                 key = of_draft(ctx, trial).key()
                 if key < best_key:
                     best, best_key = trial, key
-            improved = True
-            while improved:
-                improved = False
-                for keys in _neighbourhoods(best):
-                    budget.spend(0)
-                    for candidate in _rebuilds(ctx, pods, best, keys, budget):
-                        key = of_draft(ctx, candidate).key()
-                        if key < best_key and claims_fit(ctx, pods, candidate):
-                            best, best_key, improved = candidate, key, True
-                    if improved:
-                        break
+            # the trade of room for pending pods (``options``, apart) only once the others are
+            # exhausted, and while the plan leaves pods pending: it is dearer, and rarely pays
+            for apart in (False, True):
+                improved = True
+                while improved and (not apart or any(d.reason is None for d in best.decisions)):
+                    improved = False
+                    for keys in _neighbourhoods(best):
+                        budget.spend(0)
+                        for candidate in _rebuilds(ctx, pods, best, keys, budget, apart):
+                            key = of_draft(ctx, candidate).key()
+                            if key < best_key and claims_fit(ctx, pods, candidate):
+                                best, best_key, improved = candidate, key, True
+                        if improved:
+                            break
         except BudgetSpentError:
             pass
         best.nodes_examined = first.nodes_examined
@@ -140,28 +145,36 @@ def _neighbourhoods(draft: Draft) -> Iterator[tuple[str, ...]]:
 
 
 def _rebuilds(
-    ctx: Context, pods: list[Pod], draft: Draft, keys: tuple[str, ...], budget: Budget
+    ctx: Context, pods: list[Pod], draft: Draft, keys: tuple[str, ...], budget: Budget, apart: bool
 ) -> list[Draft]:
     """The plans with these pods decided again, the others kept: each pod first in turn, over its
     few best options (alone, or sharing a node with another of these pods), then the rest as the
     heuristic would, highest priority first."""
     rest = without(draft, set(keys))
     chosen = [p for p in pods if p.key in keys]
+    waiting = [d.pod for d in rest.decisions if d.reason is None]
     base = replay(ctx, pods, rest)
     out: list[Draft] = []
     for head in chosen:
         others = [p for p in chosen if p is not head]
-        starts: list[tuple[Draft, Ledger, set[str]]] = []
-        for option in options(ctx, base, head, budget):
+        starts: list[tuple[Draft, Ledger, set[str], list[Pod]]] = []
+        picked, away = options(ctx, base, head, budget, apart)
+        for option in picked:
             trial, ledger = _copy(rest), base.copy()
             _take(ctx, ledger, trial, head, option)
-            starts.append((trial, ledger, {head.key}))
+            starts.append((trial, ledger, {head.key}, others))
+        if away is not None:
+            # the existing room this leaves may be for the pods the plan leaves pending: they are
+            # decided again too
+            trial, ledger = without(rest, {p.key for p in waiting}), base.copy()
+            _take(ctx, ledger, trial, head, away)
+            starts.append((trial, ledger, {head.key}, [*others, *waiting]))
         for partner in others:
             for trial, ledger in _shared(ctx, base, rest, head, partner, budget):
-                starts.append((trial, ledger, {head.key, partner.key}))
-        for trial, ledger, done in starts:
+                starts.append((trial, ledger, {head.key, partner.key}, others))
+        for trial, ledger, done, then in starts:
             seq = Sequential(Heuristic())
-            for pod in others:
+            for pod in then:
                 if pod.key in done:
                     continue
                 before = trial.nodes_examined
@@ -220,16 +233,23 @@ def _shared(
     return out
 
 
-def options(ctx: Context, ledger: Ledger, pod: Pod, budget: Budget) -> list[Option | None]:
+def options(
+    ctx: Context, ledger: Ledger, pod: Pod, budget: Budget, apart: bool
+) -> tuple[list[Option | None], Option | None]:
     """The pod's few best ways to get room on what the ledger leaves: fitting now, its own room, and
-    the best relocation on each of its best nodes; None stands for leaving it unplaced."""
+    the best relocation on each of its best nodes; None stands for leaving it unplaced. Second, with
+    ``apart`` and when the best relocation's moved pods take existing room: the best on its node
+    whose moved pods take none (they go to the plan's new nodes, or buy one), as the room it leaves
+    may be what other pods need (issue 22: on midsize seed 13 the optimum moves five pods to the new
+    node another pending pod is bought, not three to the room a third pod needs)."""
     view = ctx.view
     req = ctx.req(pod.spec)
     fits = view.fits(pod.spec, ledger.free)
     if fits.any():
-        return [Option(view.first(fits), [], [], ledger.new_nodes, 0.0, 0)]
+        return [Option(view.first(fits), [], [], ledger.new_nodes, 0.0, 0)], None
     found: list[Option] = []
     others: list[Option] = []  # further victim sets on the same nodes
+    away: Option | None = None
     own = own_room(ctx, ledger, pod, req, view.groups_for(pod.spec))
     if own is not None:
         own.key = option_key(own)
@@ -238,6 +258,7 @@ def options(ctx: Context, ledger: Ledger, pod: Pod, budget: Budget) -> list[Opti
         heuristic = Heuristic()
         p_groups = set(view.groups_for(pod.spec))
         ledger.touch()
+        nearest: tuple[Option, int, Shortfall] | None = None  # the best relocation taking existing room
         for slot in candidate_slots(ctx, ledger, pod, req)[: 2 * ctx.policy.max_candidates]:
             budget.spend(1)
             outcome = Outcome()
@@ -254,12 +275,29 @@ def options(ctx: Context, ledger: Ledger, pod: Pod, budget: Budget) -> list[Opti
             if light is not here[0]:
                 found.append(light)
             others.extend(o for o in here[1:] if o is not light)
+            if any(d.slot >= 0 for d in here[0].dests) and (nearest is None or here[0].key < nearest[0].key):
+                nearest = (here[0], int(slot), short)
+        if apart and nearest is not None:
+            # on that relocation's node only: with no existing room, each moved pod buys a node or
+            # goes to one the plan adds, which costs more to search
+            budget.spend(1)
+            _, at, need = nearest
+            sets = heuristic.all_on(ctx, _no_existing_room(ledger), need, at, p_groups, Outcome())
+            away = min(sets, key=lambda o: o.key, default=None)
     found.sort(key=lambda o: o.key)
     others.sort(key=lambda o: o.key)
     picked: list[Option | None] = [*found[:OPTIONS], *others[:SPARE]]
     if not picked:
         picked.append(None)
-    return picked
+    return picked, away
+
+
+def _no_existing_room(ledger: Ledger) -> Ledger:
+    """The ledger with no existing node open to moved pods (``rooms_for`` skips the nodes pods
+    leave)."""
+    hidden = ledger.copy()
+    hidden.sources.update(range(len(ledger.free)))
+    return hidden
 
 
 def _footprint(ctx: Context, option: Option) -> float:

@@ -20,7 +20,7 @@ from makeroom.planner.budgets import Budgets
 from makeroom.planner.commit import render
 from makeroom.planner.constraints import check
 from makeroom.planner.context import Context
-from makeroom.planner.cpsat import CpSat, ExactTooLargeError, exact_available
+from makeroom.planner.cpsat import CpSat, ExactTooLargeError, estimate, exact_available
 from makeroom.planner.exact import ExactPerPod
 from makeroom.planner.heuristic import Heuristic
 from makeroom.planner.joint import Improved
@@ -36,38 +36,49 @@ class Search(Protocol):
     def run(self, ctx: Context, pods: list[Pod]) -> Draft: ...
 
 
-AUTO_EXACT_NODES = 500
-"""``Policy.exact_if_available``: the exact joint search on clusters up to this many nodes (its model
-grows with nodes times pending pods; past a few hundred nodes it is mostly too large, and building it
-to find out costs what the default search costs)."""
+AUTO_EXACT_SIZE = 400
+"""``Policy.exact_if_available``: the exact joint search only on problems up to this size
+(``cpsat.estimate``: the nodes the pending pods could take times the cluster's nodes; the mid-size
+clusters of the tests are at most 100). Past it, building the model in Python costs more than a
+controller's round may wait (``makeroom bench plan``: 16 s on 200 nodes with one pod waiting, under
+load); the default search decides there."""
 
 
-def choose(policy: Policy, state: ClusterState) -> Search:
+def choose(ctx: Context, pods: list[Pod]) -> Search:
+    policy = ctx.policy
     if policy.exact:
         return ExactJoint() if policy.joint else Sequential(ExactPerPod())
     if (
         policy.exact_if_available
         and policy.joint
-        and len(state.nodes) <= AUTO_EXACT_NODES
+        and estimate(ctx, pods) <= AUTO_EXACT_SIZE
         and exact_available()
     ):
-        return ExactJoint(seed=Improved())
+        return ExactJoint(seed=Improved(), unless_proven=True)
     return Improved() if policy.joint else Sequential(Heuristic())
 
 
 class ExactJoint:
     """CP-SAT over every pending pod at once, seeded with ``seed``'s plan (the per-pod heuristic's by
     default) and never worse than it. On a problem too large for it, the default search's plan (best
-    found, with its bound) under this search's name, marked as a fallback."""
+    found, with its bound) under this search's name, marked as a fallback. ``unless_proven``: the
+    seed's plan as it is when it meets the bound (no plan is better; the solver is not asked)."""
 
     name = CpSat.name
 
-    def __init__(self, seed: Search | None = None) -> None:
+    def __init__(self, seed: Search | None = None, *, unless_proven: bool = False) -> None:
         self.seed = seed
+        self.unless_proven = unless_proven
 
     def run(self, ctx: Context, pods: list[Pod]) -> Draft:
         seed = self.seed or Sequential(Heuristic())
         hint = seed.run(ctx, pods)
+        if self.unless_proven:
+            kept = check(ctx, hint)
+            if of_draft(ctx, kept).key() == bound(ctx, pods).key():
+                kept.proven = True
+                kept.search = f"{seed.name} (meets the bound: {self.name} not needed)"
+                return kept
         try:
             exact = CpSat(hint=hint).run(ctx, pods)
         except ExactTooLargeError as exc:
@@ -102,7 +113,7 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
     for pod in pods:
         state.requests_of(pod.spec)  # widen the resource index now, before any vector is taken
     ctx = Context(ClusterView(state), policy, Budgets.of(state))
-    search = choose(policy, state)
+    search = choose(ctx, pods)
     draft = check(ctx, search.run(ctx, pods))
     result = render(ctx, draft, len(pods))
     return replace(result, optimality=optimality(ctx, pods, draft, draft.search or search.name))
@@ -111,8 +122,10 @@ def plan(state: ClusterState, policy: Policy | None = None, pending: Iterable[Po
 def optimality(ctx: Context, pods: list[Pod], draft: Draft, search: str) -> Optimality:
     """Whether the draft is proven optimal: by its search, or because it meets the bound."""
     objective = of_draft(ctx, draft)
+    if draft.proven:
+        return Optimality(Proof.OPTIMAL, search, objective, objective, draft.steps)
     cheap = bound(ctx, pods)
     best = cheap if draft.bound is None or draft.bound.key() < cheap.key() else draft.bound
-    if draft.proven or best.key() == objective.key():
+    if best.key() == objective.key():
         return Optimality(Proof.OPTIMAL, search, objective, objective, draft.steps)
     return Optimality(Proof.BEST_FOUND, search, objective, best, draft.steps)
