@@ -90,6 +90,7 @@ def consolidation_policy(
         min_saving=config.consolidation.min_saving,
         skip_nodes=skip_nodes,
         pinned=pinned,
+        expander=config.autoscaler_expander,
     )
 
 

@@ -8,15 +8,18 @@ node empties and the autoscaler removes it. Pure: the state is never changed.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from makeroom.model import DO_NOT_MOVE, Node, NodeGroup, OwnerKind, Pod, PodSpec
+from makeroom.model import DO_NOT_MOVE, Expander, Node, NodeGroup, OwnerKind, Pod, PodSpec
 from makeroom.model.objects import MOVED_AT
 from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState, Mask
 from makeroom.model.view import ClusterView
+from makeroom.planner.buying import grows_instead
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import Policy
 
@@ -30,6 +33,7 @@ class ConsolidationPolicy:
     min_saving: float = 0.2  # the share of the freed node's price that must be saved
     skip_nodes: frozenset[str] = frozenset()  # nodes not to empty (say, recently given up)
     pinned: frozenset[str] = frozenset()  # pod keys the controller forbids to move (its scope)
+    expander: Expander = Expander.LEAST_WASTE  # the cluster-autoscaler's, which grows a group for a moved pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +160,23 @@ def _try(state: ClusterState, ctx: _Cluster, node: Node, policy: ConsolidationPo
         w = state.workloads.get(pod.workload) if pod.workload is not None else None
         if not_movable(pod, rules) is not None or w is None or w.replicas_owner is not None:
             return None  # every pod must move, make-before-break, for the node to empty
-    found = _place(state, ctx, node, group, pods)
+    found = _place(state, ctx, node, group, pods, policy.expander)
     if found is None or found.saving_per_hour <= max(0.0, policy.min_saving * group.price_per_hour):
         return None  # it would not pay: the cheap nodes it needs cost about what it frees
     return found
 
 
 def _place(
-    state: ClusterState, ctx: _Cluster, node: Node, group: NodeGroup, pods: list[Pod]
+    state: ClusterState, ctx: _Cluster, node: Node, group: NodeGroup, pods: list[Pod], expander: Expander
 ) -> Consolidation | None:
-    found = place(state, ctx.view, pods, ctx.allowed[group.name], ctx.cheaper[group.name])
+    # A moved pod that needs a new node waits unschedulable, and the autoscaler's expander, not this
+    # plan, picks the group it grows. Should it grow one no cheaper than the freed node's, nothing is
+    # saved and the next search empties that node in turn: pods moved round and round between groups
+    # (docs/benchmarks.md, openb). So no group no cheaper may be one the expander could pick instead.
+    cheaper = ctx.cheaper[group.name]
+    names = {g.name for g in cheaper}
+    dearer = [h for h in state.groups if h not in names]
+    found = place(state, ctx.view, pods, ctx.allowed[group.name], cheaper, dearer, expander)
     if found is None:
         return None
     shifts, new_nodes = found
@@ -186,12 +197,19 @@ def new_nodes_text(scale_ups: dict[str, int]) -> str:
 
 
 def place(
-    state: ClusterState, view: ClusterView, pods: list[Pod], allowed: Mask, groups: list[NodeGroup]
+    state: ClusterState,
+    view: ClusterView,
+    pods: list[Pod],
+    allowed: Mask,
+    groups: list[NodeGroup],
+    avoid: Collection[str] = (),
+    expander: Expander = Expander.LEAST_WASTE,
 ) -> tuple[list[Shift], list[NodeGroup]] | None:
     """Where each of the pods goes (largest first): free room on the ``allowed`` nodes, first in the
-    nodes' order, else a new node of the cheapest of ``groups`` that may grow and takes it (new nodes
-    filled before another is added). None when one of them has nowhere to go. Shared by consolidation
-    and by the headroom keeper (planner/keep_room.py)."""
+    nodes' order, else a new node of the cheapest of ``groups`` that may grow and takes it, unless the
+    autoscaler's ``expander`` might grow one of the ``avoid`` groups for it instead (new nodes filled
+    before another is added). None when one of them has nowhere to go. Shared by consolidation and by
+    the headroom keeper (planner/keep_room.py)."""
     free = view.free  # copied at the first move onto an existing node: most tries fail before
     copied = False
     new_nodes: list[tuple[NodeGroup, Vector]] = []
@@ -209,7 +227,7 @@ def place(
             assert target is not None
             shifts.append(Shift(pod, pod.workload, target.name, None))
             continue
-        placed = _on_new_node(view, pod, req, groups, new_nodes)
+        placed = _on_new_node(view, pod, req, groups, new_nodes, avoid, expander)
         if placed is None:
             return None
         shifts.append(Shift(pod, pod.workload, None, placed))
@@ -243,15 +261,21 @@ def _on_new_node(
     req: Vector,
     cheaper: list[NodeGroup],
     new_nodes: list[tuple[NodeGroup, Vector]],
+    avoid: Collection[str],
+    expander: Expander,
 ) -> str | None:
     for i, (g, room) in enumerate(new_nodes):
         if np.all(room >= req):
             new_nodes[i] = (g, room - req)
             return g.name
+    sizes = Counter(view.group_size)
+    sizes.update(h.name for h, _ in new_nodes)
     for g in sorted(cheaper, key=lambda g: g.price_per_hour):
         adding = sum(1 for h, _ in new_nodes if h.name == g.name)
         if not view.can_grow(g.name, adding) or not view.admits(pod.spec, g.name):
             continue
+        if avoid and grows_instead(view, pod.spec, g.name, avoid, sizes, expander):
+            continue  # the expander might grow a dearer group instead of this one
         new_nodes.append((g, view.template(g.name) - req))
         return g.name
     return None
