@@ -134,7 +134,9 @@ class NamespaceShares:
         self.shared = shared
         self.qps = shared.qps / 10 if qps is None else qps
         self.burst = burst
-        self.keep = shared.burst / 2 if keep is None else keep
+        # two thirds of the burst: a round that makes room reads its five kinds of record and writes
+        # about four times a victim, so two victims' relocation is sent without a wait
+        self.keep = shared.burst * 2 / 3 if keep is None else keep
         self._buckets: dict[str, RateLimiter] = {}
 
     def take(self, namespace: str) -> bool:
@@ -149,6 +151,7 @@ class NamespaceShares:
         if not self.shared.try_acquire(self.keep):
             bucket.give_back()
             return False
+        self.shared.give_back()  # the write itself takes this token from the shared limiter
         return True
 
 
