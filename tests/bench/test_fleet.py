@@ -22,7 +22,7 @@ from makeroom.scenario import load_scenario
 from makeroom.scenario.load import parse_scenario
 from makeroom.sim.autoscaler import Autoscaler
 from makeroom.sim.clock import Phase
-from makeroom.sim.runs import QUIET_TICK, build
+from makeroom.sim.runs import QUIET_TICK, build, work_under_way
 from makeroom.sim.simulation import Simulation
 from tests.conftest import cli
 from tests.trace.test_dlrm import HEADER
@@ -157,7 +157,7 @@ class EveryInstant:
     def tick(self) -> None:
         world = self.world
         changed = world.state.generation != self.last_generation
-        if world.pending or world.custom or changed or world.now - self.last_at >= QUIET_TICK:
+        if work_under_way(world) or changed or world.now - self.last_at >= QUIET_TICK:
             self.controller.tick()
             self.last_at, self.last_generation = world.now, world.state.generation
 
@@ -197,6 +197,19 @@ def test_the_sleeping_controller_ticks_when_a_check_on_every_instant_would(
     assert any(b - a == 2.0 for a, b in itertools.pairwise(instants))  # busy stretches, every interval
     assert any(b - a >= QUIET_TICK for a, b in itertools.pairwise(instants))  # and quiet ones
     assert any(consolidating for _, _, consolidating in every[0])  # makeroom acted in the window
+
+
+def test_a_headroom_run_sleeps_while_its_room_is_kept(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A headroom target's ``KeptRoom`` record lives as long as the target: it reports, it is no work
+    under way, so the controller still sleeps through quiet stretches (were it counted, a month's
+    replay would tick every 2 s: 1.3 million ticks)."""
+    asleep = ticks_and_result(trace, Strategy.HEADROOM, monkeypatch)
+    monkeypatch.setattr("makeroom.sim.runs.QuietTicks", EveryInstant)
+    every = ticks_and_result(trace, Strategy.HEADROOM, monkeypatch)
+    assert asleep == every
+    instants = [t for t, _, _ in every[0]]
+    assert any(b - a >= QUIET_TICK for a, b in itertools.pairwise(instants))
+    assert len(instants) < 7200 / 2.0 / 2  # most of the two hours asleep
 
 
 @pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])

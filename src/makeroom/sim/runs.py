@@ -7,12 +7,14 @@ import math
 from collections.abc import Callable
 
 from makeroom.controller import Controller, ControllerConfig, Strategy
+from makeroom.controller.records import RecordKind
 from makeroom.model import AutoscalerKind
 from makeroom.scenario import Scenario
 from makeroom.sim.clock import Phase
 from makeroom.sim.port import SimCluster
 from makeroom.sim.results import Result
 from makeroom.sim.simulation import Options, Simulation
+from makeroom.sim.world import World
 
 REACTION = 0.5
 """Seconds from a pod turning unschedulable to the controller's reaction, in runs with Karpenter.
@@ -26,14 +28,25 @@ pod, so the controller's reaction decides which of the two acts first."""
 QUIET_TICK = 300.0
 """Seconds between the controller's ticks in a quiet cluster, for runs that ask for it (``quiet``)."""
 
+STATUS_ONLY = frozenset({RecordKind.HEADROOM.value})
+"""Records that report, and stand for no work under way: a headroom target's ``KeptRoom`` lives as
+long as the target, so counting it would tick a ``headroom`` run every interval for a whole month."""
+
+
+def work_under_way(world: World) -> bool:
+    """A pod waits, or a makeroom record other than a report exists: the controller has work each
+    interval."""
+    return bool(world.pending) or any(kind not in STATUS_ONLY for kind, _ in world.custom)
+
 
 def attach_controller(sim: Simulation, config: ControllerConfig, quiet: bool = False) -> Controller:
     """The relocation controller, unchanged, on the simulated cluster's port and clock.
 
     ``quiet`` (the fleet benchmark's month-long replays): while no pod waits, no makeroom record
-    exists and the cluster has not changed since the last tick, the controller ticks every
-    ``QUIET_TICK`` seconds instead of every interval. An approximation, stated in docs/benchmarks.md:
-    what only time changes in a quiet cluster (a cooldown running out) is seen up to 5 minutes late."""
+    exists (reports aside: ``STATUS_ONLY``) and the cluster has not changed since the last tick, the
+    controller ticks every ``QUIET_TICK`` seconds instead of every interval. An approximation, stated
+    in docs/benchmarks.md: what only time changes in a quiet cluster (a cooldown running out) is seen
+    up to 5 minutes late."""
     port = SimCluster(sim.world)
     controller = Controller(port, port, config)
     if not quiet:
@@ -66,7 +79,7 @@ class QuietTicks:
 
     def busy(self) -> bool:
         world = self.world
-        return bool(world.pending or world.custom or world.state.generation != self.last_generation)
+        return work_under_way(world) or world.state.generation != self.last_generation
 
     def tick(self) -> None:
         now = self.world.now
