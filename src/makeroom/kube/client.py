@@ -105,6 +105,14 @@ class RateLimiter:
             self._tokens -= 1.0
             return True
 
+    def has(self, keep: float = 0.0) -> bool:
+        """Whether one token could be taken now with ``keep`` still left after it; takes none."""
+        if self.qps <= 0:
+            return True
+        with self._lock:
+            self._refill()
+            return self._tokens - 1.0 >= keep
+
     def _refill(self) -> None:
         now = self.clock()
         self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
@@ -148,10 +156,9 @@ class NamespaceShares:
             bucket = self._buckets[namespace] = RateLimiter(self.qps, self.burst, self.shared.clock)
         if not bucket.try_acquire():
             return False
-        if not self.shared.try_acquire(self.keep):
+        if not self.shared.has(self.keep):  # the write itself takes its token from the shared limiter
             bucket.give_back()
             return False
-        self.shared.give_back()  # the write itself takes this token from the shared limiter
         return True
 
 
