@@ -18,6 +18,7 @@ import shlex
 import shutil
 import subprocess
 import tarfile
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "deploy" / "image" / "build.sh"
 # Where a pod's ServiceAccount token is mounted (/var/run is /run in Debian's root filesystem).
 SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"
+# An image no test used for this long is another tree's leftover (a test run lasts under an hour).
+UNUSED_IMAGE_S = 6 * 3600
 
 
 def version() -> str:
@@ -72,9 +75,9 @@ def built_image(log: Path) -> Path:
     """The OCI archive of this tree's image: from the cache, else built now (a few minutes)."""
     out = cache_root() / "image" / inputs_key() / f"makeroom-{version()}.oci.tar"
     if (out.parent / "ok").exists():
+        (out.parent / "ok").touch()
         return out
-    for old in out.parent.parent.glob("[!.]*"):  # images of other trees: a few hundred MB each
-        shutil.rmtree(old, ignore_errors=True)
+    forget_unused_images(out.parent.parent, keep=out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as f:
         r = subprocess.run(["bash", str(BUILD), str(out)], stdout=f, stderr=subprocess.STDOUT, check=False)
@@ -82,6 +85,16 @@ def built_image(log: Path) -> Path:
         raise RuntimeError(f"deploy/image/build.sh failed ({r.returncode}):\n{log.read_text()[-3000:]}")
     (out.parent / "ok").write_text(out.with_name(out.name + ".digest").read_text())
     return out
+
+
+def forget_unused_images(root: Path, keep: Path) -> None:
+    """Other trees' images (a few hundred MB each), once none has used them for a while: a tree whose
+    tests are running from its unpacked image in another worktree must not lose it under them."""
+    horizon = time.time() - UNUSED_IMAGE_S
+    for old in root.glob("[!.]*"):
+        ok = old / "ok"
+        if old != keep and (not ok.exists() or ok.stat().st_mtime < horizon):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass(frozen=True)

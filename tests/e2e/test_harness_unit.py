@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from makeroom_e2e.cluster import (
     priority_expander_configmap,
     scheduler_config,
 )
+from makeroom_e2e.image import UNUSED_IMAGE_S, forget_unused_images
 from makeroom_e2e.scenario import (
     autoscaler_settings,
     deployment_manifest,
@@ -275,3 +278,19 @@ def test_makeroom_groups_file_gives_a_multi_zone_group_the_zone_of_its_next_node
     assert "kubernetes.io/hostname" not in entries["cpu"]["labels"]
     _, plain = prepared_seed(1, tmp_path)
     assert all("labels" not in g for g in yaml.safe_load(plain.read_text())["groups"])
+
+
+def test_an_image_another_tree_used_lately_is_kept_and_a_stale_one_is_forgotten(tmp_path: Path) -> None:
+    """Two worktrees test their own images at once: building one must not delete the other's from under
+    its running tests, but leftovers of trees nobody ran for hours go."""
+    mine, busy, stale, broken = (tmp_path / n for n in ("mine", "busy", "stale", "broken"))
+    for d in (mine, busy, stale, broken):
+        d.mkdir()
+    for d in (busy, stale):
+        (d / "ok").write_text("sha256:x")
+    old = time.time() - UNUSED_IMAGE_S - 60
+    os.utime(stale / "ok", (old, old))
+
+    forget_unused_images(tmp_path, keep=mine)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "mine"]
