@@ -118,6 +118,27 @@ def test_max_instance_per_node_is_a_per_node_count(trace: Path) -> None:
     assert max(per_node.values()) <= 4
 
 
+def test_runs_on_two_processes_give_what_one_process_gives(trace: Path) -> None:
+    """Each seed of each strategy runs in a forked worker; the balloon is sized from their results."""
+    demand = dlrm_demand(trace, 1.0)
+    chosen = [c for c in BASE if c.name in ("none", "preemption", "evict")]
+    timing = {"wall_s", "events_per_s"}
+
+    def outcome(jobs: int) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+        data = Fleet(demand, [1, 2, 3], jobs=jobs).run_all(chosen)
+        assert data["jobs"] == jobs
+        runs = {
+            name: [{k: v for k, v in r.items() if k not in timing} for r in rs]
+            for name, rs in data["runs"].items()
+        }
+        return data["balloon_sizing"], runs
+
+    sizing, runs = outcome(1)
+    assert "balloon-1" in runs  # sized after evict and preemption, in the pool too
+    assert [r["seed"] for r in runs["evict"]] == [1, 2, 3]
+    assert outcome(2) == (sizing, runs)
+
+
 def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: Path) -> None:
     report = tmp_path / "fleet.html"
     args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--strategies", "none")
@@ -127,7 +148,7 @@ def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: 
     assert data["seeds"] == [3, 4]
     assert set(data["contenders"]) == {"none", "balloon-1"}
     assert "<svg" in report.read_text()
-    for bad in (("--strategies", "nope"), ("--balloons", "x"), ("--scale", "0")):
+    for bad in (("--strategies", "nope"), ("--balloons", "x"), ("--scale", "0"), ("--jobs", "0")):
         refused = cli(*args[:-2], *bad)
         assert refused.exit_code == 2, refused.output
         assert "Traceback" not in refused.output

@@ -14,11 +14,13 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from makeroom.bench import forked
 from makeroom.bench.fleet_demand import Demand
 from makeroom.bench.fleet_watch import Watch
 from makeroom.controller import Strategy
@@ -216,7 +218,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-Tracker = Callable[[str, float], Callable[[float], None]]
+Tracker = Callable[[str, float, str], Callable[[float], None]]  # label, horizon, unit: an update
 
 
 @dataclass
@@ -225,11 +227,14 @@ class Fleet:
     seeds: Sequence[int]
     track: Tracker | None = None
     balloon_nodes: Sequence[int] | None = None  # None: sized against makeroom's cost and p99
+    jobs: int = 1  # processes; each run is one seed of one strategy, the same result on any number
 
     def __post_init__(self) -> None:
         self.scenarios: dict[int, Scenario] = {}
         self.runs: dict[str, list[dict[str, Any]]] = {}
         self.sizing: dict[str, int | None] = {}
+        self._executor: Executor | None = None
+        self._elapsed = 0.0
 
     def scenario(self, k: int) -> Scenario:
         if k not in self.scenarios:
@@ -237,19 +242,40 @@ class Fleet:
         return self.scenarios[k]
 
     def run(self, contender: Contender) -> list[dict[str, Any]]:
-        runs = []
-        scenario = self.scenario(contender.balloon_nodes)
-        for seed in self.seeds:
-            label = f"{contender.name} seed {seed}"
-            progress = self.track(label, scenario.spec.duration) if self.track else None
-            runs.append(run_one(scenario, self.demand, contender, seed, progress))
-        self.runs[contender.name] = runs
-        return runs
+        self._run([contender])
+        return self.runs[contender.name]
+
+    def _run(self, contenders: Sequence[Contender]) -> None:
+        tasks = [(c, seed) for c in contenders for seed in self.seeds]
+        if self._executor is None:
+            results = []
+            for c, seed in tasks:
+                scenario = self.scenario(c.balloon_nodes)
+                progress = (
+                    self.track(f"{c.name} seed {seed}", scenario.spec.duration, "min") if self.track else None
+                )
+                results.append(run_one(scenario, self.demand, c, seed, progress))
+        else:
+            futures = [self._executor.submit(forked.call, _run_in_worker, task) for task in tasks]
+            label = f"{', '.join(c.name for c in contenders)}: {len(tasks)} runs on {self.jobs} processes"
+            done = self.track(label, len(tasks), " runs") if self.track else None
+            for n, _ in enumerate(as_completed(futures), 1):
+                if done is not None:
+                    done(n)
+            results = [f.result() for f in futures]
+        for c in contenders:
+            self.runs[c.name] = [r for r in results if r["contender"] == c.name]
 
     def run_all(self, contenders: Sequence[Contender]) -> dict[str, Any]:
-        for c in contenders:
-            self.run(c)
-        self._balloons(contenders)
+        start = time.perf_counter()
+        with forked.pool(self, self.jobs) as executor:
+            self._executor = executor
+            try:
+                self._run(contenders)
+                self._balloons(contenders)
+            finally:
+                self._executor = None
+        self._elapsed = time.perf_counter() - start
         return self.result(contenders)
 
     def _balloons(self, contenders: Sequence[Contender]) -> None:
@@ -291,6 +317,8 @@ class Fleet:
             "benchmark": "fleet",
             "machine": machine(),
             "wall_s": round(sum(r["wall_s"] for runs in self.runs.values() for r in runs), 1),
+            "elapsed_s": round(self._elapsed, 1),
+            "jobs": self.jobs,
             "trace": self.demand.trace,
             "scenario": self.demand.scenario["name"],
             "duration_s": self.scenario(0).spec.duration,
@@ -300,6 +328,11 @@ class Fleet:
             "contenders": {name: summarize(runs) for name, runs in self.runs.items()},
             "runs": self.runs,
         }
+
+
+def _run_in_worker(fleet: Fleet, task: tuple[Contender, int]) -> dict[str, Any]:
+    contender, seed = task
+    return run_one(fleet.scenario(contender.balloon_nodes), fleet.demand, contender, seed, None)
 
 
 def _p99(run: dict[str, Any]) -> float:

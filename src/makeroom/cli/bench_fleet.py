@@ -43,6 +43,14 @@ def bench_fleet(
             help="Balloon sizes in GPU nodes, e.g. 1,2,4 (default: the k at makeroom's cost and p99)."
         ),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Processes running the seeds side by side (default: the CPUs this process may use).",
+        ),
+    ] = None,
     report: Annotated[Path | None, typer.Option("--report", help="An .html page or a .png picture.")] = None,
     output: OutOpt = None,
     json_out: JsonOpt = False,
@@ -53,6 +61,7 @@ def bench_fleet(
     per strategy, as means with 95% confidence intervals over the seeds (docs/benchmarks.md)."""
     from makeroom.bench.fleet import BASE, Contender, Fleet
     from makeroom.bench.fleet_demand import dlrm_demand, openb_demand
+    from makeroom.bench.forked import available_cpus
     from makeroom.model import limits
 
     if trace not in TRACES:
@@ -86,7 +95,13 @@ def bench_fleet(
                 demand = dlrm_demand(source, factor, hours)
             else:
                 demand = openb_demand(source, factor, hours)
-            fleet = Fleet(demand, list(range(first_seed, first_seed + seeds)), bar.track, sizes)
+            fleet = Fleet(
+                demand,
+                list(range(first_seed, first_seed + seeds)),
+                bar.track,
+                sizes,
+                jobs=available_cpus() if jobs is None else jobs,
+            )
             data = fleet.run_all(chosen)
         if report is not None:
             from makeroom.report.fleet import render
