@@ -217,7 +217,7 @@ def test_cpu_buffer_asks_the_autoscaler_once_for_room_in_the_cpu_group() -> None
 def test_the_smallest_cpu_pod_that_frees_the_room_moves_not_the_largest() -> None:
     """Either CPU-only pod's leaving keeps room for one model replica. Moving the larger would take
     room on the CPU node that the kept room never gives back (the taint keeps CPU pods off it): the
-    next CPU pod would need a new CPU node (the DLRM trace's 414 CPU node-hours a month)."""
+    next CPU pod would need a new CPU node."""
     data = burst(targets=[{"group": "gpu", "count": 1, "for": {"workload": "model"}}])
     data["node_groups"][1].update(min=1, max=1, initial=1)
     on_gpu = {"priority": 100, "startup_time": "20s", "termination_grace": "30s"}

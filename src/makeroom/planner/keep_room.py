@@ -283,7 +283,7 @@ def _fewest(state: ClusterState, req: Vector, room: Vector, movable: list[Pod], 
     """The fewest of the pods whose leaving lets ``goal`` pods of ``req`` fit in ``room``, and of as
     many the smallest: each pod moved takes room on the CPU nodes for as long as the kept room stays
     free (the taint keeps CPU pods off it), so freeing more than the target needs is paid for in CPU
-    nodes (the DLRM trace: 414 CPU node-hours a month when the largest went)."""
+    nodes."""
     size = {p.key: _share(state, p) for p in movable}
     chosen: list[Pod] = []
     freed = room.copy()
