@@ -108,3 +108,28 @@ def test_daemon_set_pods_stay() -> None:
     c.pod("agent", {"cpu": "3"}, 0, "gpu-0", owner=OwnerKind.DAEMON_SET)
     kept = keep_room(c.state, want(), KeepPolicy())
     assert kept.count.free == 0 and kept.move is None
+
+
+def test_of_two_nodes_where_one_move_frees_the_room_the_smaller_pod_moves() -> None:
+    """gpu-0 and gpu-1 each hold a 3-core pod, gpu-0's with four times the memory; either leaving
+    keeps room for the model: the smaller moves, it takes less of the CPU nodes while the room is
+    kept (gpu-0 came first by name before)."""
+    c = StateBuilder(
+        [
+            StateBuilder.group("cpu", CPU_NODE, max=3, price=0.17),
+            StateBuilder.group("gpu", GPU, max=2, price=1.2),
+        ]
+    )
+    c.node("cpu")
+    gpu0, gpu1 = c.node("gpu"), c.node("gpu")
+    model = {"cpu": "6", "memory": "8Gi", "nvidia.com/gpu": "1"}
+    (big,) = c.fill("big", {"cpu": "3", "memory": "8Gi"}, 100, gpu0, 1)
+    (small,) = c.fill("small", {"cpu": "3", "memory": "2Gi"}, 100, gpu1, 1)
+    shape = c.pod("model", model, 1000)
+    c.state.remove_pod(shape)
+    c.state.workloads["model"] = Workload("model", shape.spec, 0)
+    for w, p in (("big", big), ("small", small)):
+        c.state.workloads[w] = Workload(w, p.spec, 1)
+    kept = keep_room(c.state, want(), KeepPolicy())
+    assert kept.move is not None
+    assert [s.pod.workload for s in kept.move.shifts] == ["small"]

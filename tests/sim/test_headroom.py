@@ -212,3 +212,37 @@ def test_cpu_buffer_asks_the_autoscaler_once_for_room_in_the_cpu_group() -> None
     assert len(kinds(result, "capacity_buffer")) == 1  # asked once, not every round
     off, result = run(burst())
     assert off.world.buffers == {} and kinds(result, "capacity_buffer") == []
+
+
+def test_the_smallest_cpu_pod_that_frees_the_room_moves_not_the_largest() -> None:
+    """Either CPU-only pod's leaving keeps room for one model replica. Moving the larger would take
+    room on the CPU node that the kept room never gives back (the taint keeps CPU pods off it): the
+    next CPU pod would need a new CPU node."""
+    data = burst(targets=[{"group": "gpu", "count": 1, "for": {"workload": "model"}}])
+    data["node_groups"][1].update(min=1, max=1, initial=1)
+    on_gpu = {"priority": 100, "startup_time": "20s", "termination_grace": "30s"}
+    data["workloads"] = [
+        {"name": "big", "replicas": 1, "requests": {"cpu": "4", "memory": "8Gi"}, "placement": {"gpu-0": 1}}
+        | on_gpu,
+        {"name": "small", "replicas": 1, "requests": {"cpu": "2", "memory": "4Gi"}, "placement": {"gpu-0": 1}}
+        | on_gpu,
+        {
+            "name": "model",
+            "replicas": 0,
+            "priority": 1000,
+            "requests": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": 1},
+        },
+        {
+            "name": "batch",
+            "replicas": 0,
+            "requests": {"cpu": "2", "memory": "4Gi"},
+            "node_selector": {"makeroom.io/group": "cpu"},
+        },
+    ]
+    data["events"] = [{"at": "10m", "scale": {"workload": "batch", "replicas": 1}}]
+    sim, result = run(data)
+    assert [m["workload"] for m in kept_room(sim, "gpu.workload-model")["moved"]] == ["small"]
+    assert kept_room(sim, "gpu.workload-model")["state"] == "kept"
+    assert result.data["workloads"]["big"]["evicted"] == 0
+    assert result.data["workloads"]["batch"]["ready_at_end"] == 1
+    assert result.data["node_groups"]["cpu"]["nodes_added"] == 0

@@ -24,11 +24,12 @@ DEFAULT_MAX_PODS = 110
 class Resources(Mapping[str, int]):
     """An immutable map of resource name to milli-units; a missing name is zero."""
 
-    __slots__ = ("_hash", "_items")
+    __slots__ = ("_gpu", "_hash", "_items")
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
         self._items: dict[str, int] = {k: int(v) for k, v in (items or {}).items() if v}
         self._hash: int | None = None  # immutable: hashed once (specs are dictionary keys everywhere)
+        self._gpu: bool | None = None  # asked of every pod each headroom round: answered once
 
     @classmethod
     def parse(cls, quantities: Mapping[str, str | int | float]) -> Resources:
@@ -79,7 +80,9 @@ class Resources(Mapping[str, int]):
         return any(v < 0 for v in self._items.values())
 
     def requests_gpu(self) -> bool:
-        return any(self[g] > 0 for g in GPU_RESOURCES)
+        if self._gpu is None:
+            self._gpu = any(self[g] > 0 for g in GPU_RESOURCES)
+        return self._gpu
 
     def vector(self, index: ResourceIndex) -> Vector:
         return index.vector(self)
