@@ -152,3 +152,21 @@ def test_seed4_with_underutilized_consolidation_karpenter_replaces_the_gpu_node_
     up = kinds(result, "scale_up")
     assert [(e["group"], e["reason"]) for e in up] == [("cpu", "Underutilized")]
     assert result.node_groups["gpu"].nodes_at_end == 0
+
+
+def test_headroom_burst_under_karpenter_is_ready_at_its_startup_with_no_node_launched() -> None:
+    """The burst seed's Karpenter variant (tests/e2e/test_karpenter.py runs it on real Karpenter): the
+    keeper frees the room before the burst, both replicas are Ready after their 90 s startup, no API
+    replica is lost and Karpenter launches nothing; the cures start only once the burst waits."""
+    (path,) = EXAMPLES.glob("karpenter-headroom-seed-5-*.yaml")
+    results = cli_json("compare", path, "--json")["results"]
+    headroom = results["headroom/karpenter"]
+    assert headroom["autoscaler"] == "karpenter"
+    assert headroom["workloads"]["text-model"]["ready_at_end"] == 2
+    assert headroom["workloads"]["text-model"]["time_to_ready_s"] <= 1.1 * 90
+    assert headroom["workloads"]["api"]["min_ready"] == 8
+    assert launched(headroom) == []
+    kept = [e["t"] for e in headroom["events"] if e["kind"] == "room_kept"]
+    assert kept and max(kept) < 300, "the room is kept before the burst at 5m"
+    for cure in ("migrate", "evict"):
+        assert results[f"{cure}/karpenter"]["workloads"]["text-model"]["time_to_ready_s"] > 1.1 * 90, cure
