@@ -113,6 +113,14 @@ def ready_nodes(cp: ControlPlane, ls: LoadedScenario, workload: str) -> list[str
     return [str(names.get(p.spec.node_name)) for p in ls.ready_pods(workload)]
 
 
+def ended_cleanly(mr: Makeroom, code: int | None) -> None:
+    """`makeroom run` exited 0 when stopped, and no request was refused for a permission the chart
+    lacks."""
+    print(mr.tail(15))
+    assert code == 0, mr.tail()
+    assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], "a permission the chart lacks"
+
+
 def report(case: str, want: dict[str, Any], got: dict[str, Any]) -> None:
     print(json.dumps({"case": case, "simulator": want, "real": got}, indent=1))
 
@@ -247,10 +255,8 @@ def test_seed_with_makeroom_next_to_karpenter_ends_as_the_simulator_says(
             sampler.stop()
             loaded.stop()
             code = mr.stop()
-        print(mr.tail(15))
-        assert code == 0, mr.tail()
+        ended_cleanly(mr, code)
         assert mr.messages("relocation started") and mr.messages("relocation done"), mr.tail()
-        assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], "a permission the chart lacks"
     report(f"seed-{seed} {strategy}", want, got)
     assert launched == want["launched"]
     assert "gpu" not in launched, "Karpenter launched a GPU NodeClaim that relocation made needless"
@@ -391,9 +397,7 @@ def test_headroom_burst_next_to_karpenter_ends_as_the_simulator_says(
             watcher.stop()
             loaded.stop()
             code = mr.stop()
-        print(mr.tail(15))
-        assert code == 0, mr.tail()
-        assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], "a permission the chart lacks"
+        ended_cleanly(mr, code)
         assert mr.messages("keeping room"), "the keeper started no move: " + mr.tail()
         assert not mr.messages("relocation started"), "the cure made the room, not the keeper"
     report("karpenter-headroom-seed-5 headroom", {"time_to_ready_s": sim_ready, **want["node_groups"]}, got)

@@ -2,15 +2,17 @@
 autoscaler's expander grows that group for them, consolidation's rule through the same search
 (planner.consolidate.place, tests/planner/test_consolidation_expander.py). A moved pod that waits for
 a node is the autoscaler's to place: should the expander grow the GPU group instead, a GPU node is
-bought for a CPU pod and the pod sits on a GPU node again, the drift the room was kept against."""
+bought for a CPU pod and the pod sits on a GPU node again, the drift the room was kept against. Under
+Karpenter, its own choice of pool decides, for the keeper and consolidation alike."""
 
 from __future__ import annotations
 
 import pytest
 
-from makeroom.model import Expander, Workload
+from makeroom.model import AutoscalerKind, Expander, Workload
 from makeroom.planner.keep_room import KeepPolicy, Wanted, keep_room
 from tests.builders.state import CPU_NODE, StateBuilder
+from tests.planner.test_karpenter_buying import builder, pool
 
 GPU = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"}
 MODEL = {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "1"}
@@ -74,3 +76,33 @@ def test_the_priority_expander_as_configured(cpu: int, gpu: int, moves: bool) ->
         KeepPolicy(max_price_per_hour=PRICE, expander=Expander.PRIORITY),
     )
     assert (kept.move is not None) is moves  # a tie may go either way: no node counted on
+
+
+def karpenter(gpu_weight: int, gpu_max: int) -> StateBuilder:
+    """The same cluster under Karpenter: pools by weight, the gpu pool's limit ``gpu_max``."""
+    groups = [
+        pool("cpu", 50, ("cpu-4x", CPU_NODE, PRICE)),
+        pool("gpu", gpu_weight, ("gpu-8x", GPU, 1.2), max=gpu_max),
+    ]
+    c = builder(groups, AutoscalerKind.KARPENTER)
+    cpu, gpu = c.node("cpu"), c.node("gpu")
+    api = c.fill("api", API, 100, cpu, 4) + c.fill("api", API, 100, gpu, 3)
+    model = c.pod("model", MODEL, 1000)
+    c.state.remove_pod(model)
+    c.state.workloads["api"] = Workload("api", api[0].spec, len(api))
+    c.state.workloads["model"] = Workload("model", model.spec, 0)
+    return c
+
+
+@pytest.mark.parametrize(("gpu_weight", "gpu_max", "moves"), [(90, 2, False), (90, 1, True), (10, 2, True)])
+def test_under_karpenter_only_the_pool_karpenter_picks(gpu_weight: int, gpu_max: int, moves: bool) -> None:
+    """Karpenter launches a moved pod's node in the heaviest pool that admits it within its limits
+    (planner/buying.py): a heavier gpu pool that may grow gets it, whatever the expander flag says."""
+    kept = keep_room(
+        karpenter(gpu_weight, gpu_max).state,
+        Wanted("gpu.model", "gpu", 1, workload="model"),
+        KeepPolicy(max_price_per_hour=PRICE, expander=Expander.PRICE),
+    )
+    assert (kept.move is not None) is moves
+    if kept.move is not None:
+        assert kept.move.scale_ups == {"cpu": 1}
