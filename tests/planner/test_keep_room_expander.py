@@ -28,6 +28,10 @@ def cluster(gpu_max: int) -> StateBuilder:
             StateBuilder.group("gpu", GPU, max=gpu_max, price=1.2),
         ]
     )
+    return populated(c)
+
+
+def populated(c: StateBuilder) -> StateBuilder:
     cpu, gpu = c.node("cpu"), c.node("gpu")
     api = c.fill("api", API, 100, cpu, 4) + c.fill("api", API, 100, gpu, 3)
     model = c.pod("model", MODEL, 1000)
@@ -84,14 +88,7 @@ def karpenter(gpu_weight: int, gpu_max: int) -> StateBuilder:
         pool("cpu", 50, ("cpu-4x", CPU_NODE, PRICE)),
         pool("gpu", gpu_weight, ("gpu-8x", GPU, 1.2), max=gpu_max),
     ]
-    c = builder(groups, AutoscalerKind.KARPENTER)
-    cpu, gpu = c.node("cpu"), c.node("gpu")
-    api = c.fill("api", API, 100, cpu, 4) + c.fill("api", API, 100, gpu, 3)
-    model = c.pod("model", MODEL, 1000)
-    c.state.remove_pod(model)
-    c.state.workloads["api"] = Workload("api", api[0].spec, len(api))
-    c.state.workloads["model"] = Workload("model", model.spec, 0)
-    return c
+    return populated(builder(groups, AutoscalerKind.KARPENTER))
 
 
 @pytest.mark.parametrize(("gpu_weight", "gpu_max", "moves"), [(90, 2, False), (90, 1, True), (10, 2, True)])
