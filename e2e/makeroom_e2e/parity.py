@@ -361,7 +361,7 @@ def settled(ls: LoadedScenario, watcher: Watcher, sim_last_s: float) -> bool:
     return True
 
 
-def _scaled_run_args(scale: float) -> list[str]:
+def scaled_run_args(scale: float) -> list[str]:
     """makeroom's timers in the harness's time: its defaults times the scale (docs/controller.md)."""
     return [
         f"--timeout={900 * scale:.3f}",
@@ -418,7 +418,7 @@ def makeroom_for(
             interval=2 * scale,
             extra=(f"--autoscaler-expander={expander}", *more),
         )
-        started.append(Makeroom([*args, *_scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start())
+        started.append(Makeroom([*args, *scaled_run_args(scale)], tmp / f"makeroom-{strategy}.log").start())
         return started[-1]
 
     with installed_chart(cp) as inst:

@@ -1,8 +1,9 @@
 """The judge for the simulated Karpenter: real Karpenter v1.14.1 (its KWOK provider, built from the
 module by e2e/build-karpenter.sh) on the loopback control plane, with the Karpenter variants of the
-seeds, alone (`none`) and next to `makeroom run` (the chart's RBAC, NodePools read-only). Each case
-compares what the real components did with what `makeroom simulate` says: which NodeClaims Karpenter
-launched (pool and instance type), where the text-generator ended, and the pools' nodes at the end."""
+seeds, alone (`none`) and next to `makeroom run` (the chart's RBAC, NodePools read-only), and the
+Karpenter variant of the headroom burst seed under `headroom`. Each case compares what the real
+components did with what `makeroom simulate` says: which NodeClaims Karpenter launched (pool and
+instance type), where the text-generator ended, and the pools' nodes at the end."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from makeroom_e2e import ControlPlane
+from makeroom_e2e import ControlPlane, read_scenario
 from makeroom_e2e import karpenter as kp
 from makeroom_e2e.makeroom_run import Makeroom, ReadySampler, installed_chart, leftovers, run_args
+from makeroom_e2e.parity import Watcher, headroom_args, raised_at, scaled_run_args
 from makeroom_e2e.scenario import LoadedScenario
 from tests.builders.scenario import EXAMPLES
 from tests.conftest import cli_json
@@ -102,8 +104,21 @@ def real_nodes_at_end(cp: ControlPlane) -> dict[str, int]:
 
 
 def text_generator_nodes(cp: ControlPlane, ls: LoadedScenario) -> list[str]:
+    return ready_nodes(cp, ls, "text-generator")
+
+
+def ready_nodes(cp: ControlPlane, ls: LoadedScenario, workload: str) -> list[str]:
+    """The hostnames (`<pool>-<n>`, the scenario's names) of the nodes the workload's Ready pods run on."""
     names = {n.metadata.name: (n.metadata.labels or {}).get("kubernetes.io/hostname") for n in cp.nodes()}
-    return [str(names.get(p.spec.node_name)) for p in ls.ready_pods("text-generator")]
+    return [str(names.get(p.spec.node_name)) for p in ls.ready_pods(workload)]
+
+
+def ended_cleanly(mr: Makeroom, code: int | None) -> None:
+    """`makeroom run` exited 0 when stopped, and no request was refused for a permission the chart
+    lacks."""
+    print(mr.tail(15))
+    assert code == 0, mr.tail()
+    assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], "a permission the chart lacks"
 
 
 def report(case: str, want: dict[str, Any], got: dict[str, Any]) -> None:
@@ -240,10 +255,8 @@ def test_seed_with_makeroom_next_to_karpenter_ends_as_the_simulator_says(
             sampler.stop()
             loaded.stop()
             code = mr.stop()
-        print(mr.tail(15))
-        assert code == 0, mr.tail()
+        ended_cleanly(mr, code)
         assert mr.messages("relocation started") and mr.messages("relocation done"), mr.tail()
-        assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], "a permission the chart lacks"
     report(f"seed-{seed} {strategy}", want, got)
     assert launched == want["launched"]
     assert "gpu" not in launched, "Karpenter launched a GPU NodeClaim that relocation made needless"
@@ -313,3 +326,88 @@ def test_seed4_makeroom_ends_with_the_preferred_pool(kcp: ControlPlane, tmp_path
     assert got["launched"] == want["launched"] == {"cpu": ["cpu-4x"]}
     assert got["iris_groups"] == ["cpu"]
     assert got["iris_min_ready"] is not None and got["iris_min_ready"] >= want["iris_min_ready"]
+
+
+# --- headroom: room kept ahead of the burst, next to Karpenter (issue 24 item 5) -------------------
+
+BURST = EXAMPLES / "karpenter-headroom-seed-5-gpu-burst.yaml"
+
+
+def test_headroom_burst_next_to_karpenter_ends_as_the_simulator_says(
+    kcp: ControlPlane, tmp_path: Path
+) -> None:
+    """`makeroom run --strategy headroom` (the chart's ServiceAccount, the seed's target as a
+    --headroom-target flag, its timers scaled as in the parity cases) next to real Karpenter and
+    kube-scheduler: the keeper moves one API replica off each GPU node onto the CPU node before the
+    burst, so both text-model replicas bind at once and are Ready at the simulator's time (their
+    startup) within 10%, as the parity table's headroom cases; no API replica lost, no NodeClaim
+    launched (the gpu pool is at its limit, and nothing waits for a CPU node), no relocation."""
+    want = cli_json("simulate", BURST, "--strategy", "headroom")
+    sim_ready = want["workloads"]["text-model"]["time_to_ready_s"]
+    sim_launched = [e for e in want["events"] if e["kind"] == "scale_up"]
+    assert want["workloads"]["text-model"]["ready_at_end"] == 2 and sim_ready is not None
+    assert want["workloads"]["api"]["min_ready"] == 8 and sim_launched == []
+    (burst,) = [e.at_s for e in read_scenario(BURST).events]
+    scenario = without_preemption(BURST, tmp_path)
+    groups = groups_file(BURST, tmp_path)
+    with installed_chart(kcp) as inst:
+        started: list[Makeroom] = []
+
+        def start_makeroom(ls: LoadedScenario) -> None:
+            args = run_args(
+                kcp,
+                inst,
+                groups,
+                strategy="headroom",
+                identity="solo",
+                interval=2 * TIME_SCALE,
+                extra=tuple(headroom_args(BURST, ls.namespace)),
+            )
+            started.append(Makeroom([*args, *scaled_run_args(TIME_SCALE)], tmp_path / "run.log").start())
+            kcp.wait_for(lambda: bool(started[0].messages("acting")), 60, "makeroom run acting")
+
+        loaded = kp.load(
+            kcp, scenario, strategy="headroom", time_scale=TIME_SCALE, before_clock=start_makeroom
+        )
+        ls = loaded.ls
+        (mr,) = started
+        watcher = Watcher(ls, raised_at(ls.scenario)).start()
+        try:
+            # The keeper's move is done (its record deleted, "room kept") before the burst comes.
+            kcp.wait_for(lambda: bool(mr.messages("room kept")), burst * TIME_SCALE + 30, "room kept")
+            kept_at = ls.scenario_time()
+            ls.wait_events_applied()
+            kcp.wait_for(
+                lambda: len(ls.ready_pods("text-model")) == 2 and len(ls.ready_pods("api")) == 8,
+                120,
+                "both text-model replicas and 8 api replicas Ready",
+            )
+            watcher.sample()
+            real_ready = watcher.full_at["text-model"] - watcher.raised_at["text-model"]
+            got: dict[str, Any] = {
+                "room_kept_at_s": round(kept_at, 1),
+                "text_model_ready_s": round(real_ready, 1),
+                "launched": {g: sorted(v) for g, v in loaded.claims.per_pool().items()},
+                "nodes_at_end": real_nodes_at_end(kcp),
+                "text_model_nodes": ready_nodes(kcp, ls, "text-model"),
+                "api_min_ready": watcher.low.get("api"),
+                "leftovers": leftovers(kcp, ls.namespace, {"api": 8, "text-model": 2}),
+            }
+        finally:
+            watcher.stop()
+            loaded.stop()
+            code = mr.stop()
+        ended_cleanly(mr, code)
+        assert mr.messages("keeping room"), "the keeper started no move: " + mr.tail()
+        assert not mr.messages("relocation started"), "the cure made the room, not the keeper"
+    report("karpenter-headroom-seed-5 headroom", {"time_to_ready_s": sim_ready, **want["node_groups"]}, got)
+    assert got["room_kept_at_s"] < burst, "the keeper's move ended after the burst"
+    assert abs(real_ready - sim_ready) <= 0.1 * sim_ready, got
+    assert sorted(got["text_model_nodes"]) == ["gpu-0", "gpu-1"]
+    assert got["launched"] == {}, "Karpenter launched a NodeClaim the kept room made needless"
+    assert got["nodes_at_end"] == {
+        g: v["nodes_at_end"] for g, v in want["node_groups"].items() if v["nodes_at_end"]
+    }
+    assert got["api_min_ready"] == want["workloads"]["api"]["min_ready"]
+    # The room's PreferNoSchedule taint stays on the GPU nodes holding it, by design; nothing else.
+    assert [x for x in got["leftovers"] if "makeroom.io/headroom" not in x] == [], got["leftovers"]

@@ -5,9 +5,10 @@ the same pod moved round and round, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-from makeroom.model import Expander, Workload
+from makeroom.model import AutoscalerKind, Expander, Workload
 from makeroom.planner.consolidate import ConsolidationPolicy, consolidate
 from tests.builders.state import StateBuilder
+from tests.planner.test_karpenter_buying import builder, pool
 
 GPU = "nvidia.com/gpu"
 BIG = {"cpu": "64", "memory": "256Gi", "pods": "110", GPU: "8"}
@@ -48,3 +49,19 @@ def test_the_price_expander_surely_picks_the_cheap_group() -> None:
     found = consolidate(c.state, ConsolidationPolicy(expander=Expander.PRICE))
     assert found is not None
     assert found.scale_ups == {"small": 1}
+
+
+def test_under_karpenter_only_the_pool_karpenter_picks() -> None:
+    """Karpenter launches the moved task's node in the heaviest pool that admits it within its limits:
+    the freed node's own pool while it may grow, so nothing would be saved."""
+
+    def karpenter(big_max: int) -> StateBuilder:
+        groups = [pool("big", 90, ("b", BIG, 18.56), max=big_max), pool("small", 10, ("s", SMALL, 2.64))]
+        c = builder(groups, AutoscalerKind.KARPENTER)
+        task = c.pod("task", TASK, 0, c.node("big"))
+        c.state.workloads["task"] = Workload("task", task.spec, 1)
+        return c
+
+    assert consolidate(karpenter(big_max=2).state, ConsolidationPolicy(expander=Expander.PRICE)) is None
+    found = consolidate(karpenter(big_max=1).state, ConsolidationPolicy())
+    assert found is not None and found.scale_ups == {"small": 1}

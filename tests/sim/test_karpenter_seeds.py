@@ -152,3 +152,43 @@ def test_seed4_with_underutilized_consolidation_karpenter_replaces_the_gpu_node_
     up = kinds(result, "scale_up")
     assert [(e["group"], e["reason"]) for e in up] == [("cpu", "Underutilized")]
     assert result.node_groups["gpu"].nodes_at_end == 0
+
+
+def test_headroom_burst_under_karpenter_is_ready_at_its_startup_with_no_node_launched() -> None:
+    """The burst seed's Karpenter variant (tests/e2e/test_karpenter.py runs it on real Karpenter): the
+    keeper frees the room before the burst, both replicas are Ready after their 90 s startup, no API
+    replica is lost and Karpenter launches nothing; the cures start only once the burst waits."""
+    (path,) = EXAMPLES.glob("karpenter-headroom-seed-5-*.yaml")
+    results = cli_json("compare", path, "--json")["results"]
+    headroom = results["headroom/karpenter"]
+    assert headroom["autoscaler"] == "karpenter"
+    assert headroom["workloads"]["text-model"]["ready_at_end"] == 2
+    assert headroom["workloads"]["text-model"]["time_to_ready_s"] <= 1.1 * 90
+    assert headroom["workloads"]["api"]["min_ready"] == 8
+    assert launched(headroom) == []
+    kept = [e["t"] for e in headroom["events"] if e["kind"] == "room_kept"]
+    assert kept and max(kept) < 300, "the room is kept before the burst at 5m"
+    for cure in ("migrate", "evict"):
+        assert results[f"{cure}/karpenter"]["workloads"]["text-model"]["time_to_ready_s"] > 1.1 * 90, cure
+
+
+@pytest.mark.parametrize("strategy", ["migrate", "headroom"])
+def test_burst_with_a_heavier_gpu_pool_that_may_grow(strategy: str, tmp_path: Path) -> None:
+    """The burst seed's Karpenter variant with the gpu pool first (the heavier) and room for a third
+    GPU node: Karpenter would launch a moved API replica's node in the gpu pool, so neither the keeper
+    nor a relocation counts on a new CPU node for it (the exact search raised a KeyError on the
+    pool it could not use); the burst is placed and no API replica is lost."""
+    (path,) = EXAMPLES.glob("karpenter-headroom-seed-5-*.yaml")
+    data = yaml.safe_load(path.read_text())
+    cpu, gpu = data["node_groups"]
+    data["node_groups"] = [{**gpu, "max": 3}, cpu]
+    api = data["workloads"][0]
+    api["replicas"], api["placement"] = 10, {"cpu": 4, "gpu-0": 3, "gpu-1": 3}
+    data["controller"]["headroom"]["max_price_per_hour"] = 0.17
+    scenario = tmp_path / "heavier-gpu.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    result = cli_json("simulate", scenario, "--strategy", strategy)
+    assert result["workloads"]["text-model"]["ready_at_end"] == 2
+    assert result["workloads"]["api"]["min_ready"] == 10
+    # a GPU node only once the burst waits, never for an API replica moved ahead of it
+    assert [e["group"] for e in result["events"] if e["kind"] == "scale_up" and e["t"] < 300] == []

@@ -96,6 +96,7 @@ class Keepers:
             budget=config.max_moves_per_hour - sum(1 for at, _ in moved if now - at < HOUR),
             max_price_per_hour=config.max_price_per_hour,
             move_jobs_in=frozenset(self.s.config.move_jobs_in),
+            expander=self.s.config.autoscaler_expander,
         )
         busy = bool(records.keepings)
         started: str | None = None

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from makeroom.model import DO_NOT_MOVE, Expander, Node, NodeGroup, OwnerKind, Pod, PodSpec
+from makeroom.model import DO_NOT_MOVE, AutoscalerKind, Expander, Node, NodeGroup, OwnerKind, Pod, PodSpec
 from makeroom.model.objects import MOVED_AT
 from makeroom.model.resources import Vector
 from makeroom.model.state import ClusterState, Mask
 from makeroom.model.view import ClusterView
-from makeroom.planner.buying import grows_instead
+from makeroom.planner.buying import grows_instead, would_buy
 from makeroom.planner.rules import not_movable
 from makeroom.planner.types import Policy
 
@@ -207,9 +207,10 @@ def place(
 ) -> tuple[list[Shift], list[NodeGroup]] | None:
     """Where each of the pods goes (largest first): free room on the ``allowed`` nodes, first in the
     nodes' order, else a new node of the cheapest of ``groups`` that may grow and takes it, unless the
-    autoscaler's ``expander`` might grow one of the ``avoid`` groups for it instead (new nodes filled
-    before another is added). None when one of them has nowhere to go. Shared by consolidation and by
-    the headroom keeper (planner/keep_room.py)."""
+    autoscaler's ``expander`` might grow one of the ``avoid`` groups for it instead, or, under
+    Karpenter, Karpenter would launch it in another pool (new nodes filled before another is added).
+    None when one of them has nowhere to go. Shared by consolidation and by the headroom keeper
+    (planner/keep_room.py)."""
     free = view.free  # copied at the first move onto an existing node: most tries fail before
     copied = False
     new_nodes: list[tuple[NodeGroup, Vector]] = []
@@ -276,6 +277,10 @@ def _on_new_node(
             continue
         if avoid and grows_instead(view, pod.spec, g.name, avoid, sizes, expander):
             continue  # the expander might grow a dearer group instead of this one
+        if view.state.autoscaler is AutoscalerKind.KARPENTER and not would_buy(
+            view, pod.spec, [g.name], sizes
+        ):
+            continue  # Karpenter launches the moved pod's node in a pool of its own choosing (weight first)
         new_nodes.append((g, view.template(g.name) - req))
         return g.name
     return None

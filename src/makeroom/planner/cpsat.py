@@ -256,7 +256,8 @@ def build(ctx: Context, pods: list[Pod], base: Ledger, cp_model: Any, *, chains:
         # grow for them only once the groups that pod could use are full (planner/buying.py), unless
         # the plan opens it anyway: those constraints come once the new nodes are
         for g in view.groups_for(k.cls.spec):
-            into = [y[(j, ("g", gnum[g], q))] for q in range(slots_of[g])]
+            # only the groups it may get a new node of (under Karpenter: the pool Karpenter picks)
+            into = [y[key] for q in range(slots_of[g]) if (key := (j, ("g", gnum[g], q))) in y]
             if into:
                 gates = [
                     (i, ctx.rivals(k.cls.spec, g, view.groups_for(pods[i].spec)))

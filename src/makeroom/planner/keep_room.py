@@ -4,9 +4,10 @@ A target asks for room for ``count`` pods of one shape in one group. This pass c
 pods fit on the group's nodes now (the scheduler's filters, after every hold), and when that is below
 the target, picks CPU-only pods (pods that request no accelerator) on one of the group's nodes whose
 leaving restores the room, and where each goes: free room on nodes of groups without accelerators
-first, else a new node of such a group whose price fits the cap (consolidation's placement,
-``planner.consolidate.place``). Never a GPU node for a CPU pod, never a pod a budget, a cooldown or
-the admin's scope holds. Pure: the state is never changed.
+first, else a new node of such a group whose price fits the cap, but only where the autoscaler's
+expander would grow that group for the moved pod rather than one the keeper may not use
+(consolidation's placement and rule, ``planner.consolidate.place``). Never a GPU node for a CPU pod,
+never a pod a budget, a cooldown or the admin's scope holds. Pure: the state is never changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from makeroom.model import Node, OwnerKind, Pod, PodSpec, Resources, Toleration
+from makeroom.model import Expander, Node, OwnerKind, Pod, PodSpec, Resources, Toleration
 from makeroom.model.resources import GPU_RESOURCES, Vector
 from makeroom.model.state import ClusterState
 from makeroom.model.view import ClusterView
@@ -48,6 +49,7 @@ class KeepPolicy:
     budget: int = 10  # moves left within the hour
     max_price_per_hour: float = 0.0  # a new CPU node only when its price is at most this
     move_jobs_in: frozenset[str] = frozenset()
+    expander: Expander = Expander.LEAST_WASTE  # the cluster-autoscaler's, which grows a group for a moved pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,12 +268,22 @@ def keep_room(
     if len(chosen) > policy.budget:
         why = f"restoring the room needs {len(chosen)} moves; {policy.budget} left this hour"
         return Kept(count, None, why)
-    placed = place(state, view, chosen, allowed, cheap)
+    # A moved pod that waits for a new CPU node is the autoscaler's to place: should its expander grow
+    # a GPU group (or a CPU group dearer than the cap) instead, the pod lands on a GPU node again and
+    # the room is bought, not kept. The rule consolidation follows, through the same search.
+    names = {g.name for g in cheap}
+    others = [g for g in state.groups if g not in names]
+    placed = place(state, view, chosen, allowed, cheap, others, policy.expander)
     if placed is None:
         why = (
             "no room for its CPU-only pods on CPU nodes, and no new CPU node within "
             f"max_price_per_hour {policy.max_price_per_hour:g}"
         )
+        if place(state, view, chosen, allowed, cheap) is not None:  # only the expander stands in the way
+            why = (
+                "a new CPU node would take its CPU-only pods, but the autoscaler's "
+                f"{policy.expander.value} expander might grow another group for them instead"
+            )
         return Kept(count, None, why)
     shifts, new_nodes = placed
     price = sum(g.price_per_hour for g in new_nodes)
