@@ -49,7 +49,8 @@ def figure(data: dict[str, Any]) -> Figure:
     unalloc.legend(fontsize=8, loc="lower left")
     fig.suptitle(
         f"{Path(data['source']).name} · {data['nodes']} nodes, {gpus} GPUs · "
-        f"seeds {data['seeds'][0]}-{data['seeds'][-1]}",
+        f"seeds {data['seeds'][0]}-{data['seeds'][-1]}"
+        + ("" if data.get("scores", "exact") == "exact" else f" · {data['scores']} scores"),
         fontsize=11,
     )
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86, wspace=0.25)
