@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from makeroom.bench.fgd import Run, Workload, arrivals, bench, merge, run
+from makeroom.bench.fgd import Run, Workload, arrivals, bench, merge, run, shuffled
 from makeroom.bench.fgd_room import Room
 from makeroom.bench.fgd_score import (
     POLICIES,
@@ -250,3 +250,41 @@ def test_results_of_other_score_resolutions_do_not_merge() -> None:
     w = _workload(4)
     with pytest.raises(ValueError, match="results differ in scores"):
         merge([bench(w, ["default"], [1]), bench(w, ["default"], [2], scores="artifact")])
+
+
+def test_the_shuffled_node_order_is_a_permutation_drawn_per_seed() -> None:
+    w = _workload(5)
+    orders = {seed: shuffled(w, seed).nodes for seed in range(6)}
+    assert all(sorted(nodes) == sorted(w.nodes) for nodes in orders.values())
+    assert orders[3] == shuffled(w, 3).nodes  # the same seed, the same order
+    assert len(set(orders.values())) > 1
+    assert shuffled(w, 3).tasks == w.tasks
+
+
+def test_with_the_shuffled_order_a_tie_goes_to_the_first_node_drawn() -> None:
+    # two nodes alike but for memory, which only the default profile reads: the other policies tie
+    # them, so the task lands on whichever comes first in the order drawn for the seed
+    small, large = (8000, 8 * GIB, 2), (8000, 9 * GIB, 2)
+    w = Workload("t", (small, large), ((Shape(1000, GIB, 1, 500), 0),))
+    firsts = set()
+    for seed in range(8):
+        nodes = shuffled(w, seed).nodes
+        for name in ("best-fit", "gpu-packing", "fgd"):
+            out = bench(w, [name], [seed], scores="artifact", node_order="shuffled")
+            assert out["node_order"] == "shuffled" and out["scores"] == "artifact"
+            r = Run(Workload("t", nodes, w.tasks), policy(name, SHAPES, 2, "artifact"), SHAPES)
+            assert r.arrive(0, *w.tasks[0]) and r.where[0][0] == 0
+        firsts.add(nodes[0])
+    assert firsts == {small, large}
+
+
+def test_bench_fgd_refuses_an_unknown_node_order() -> None:
+    result = cli("bench", "fgd", "no-such-dir", "--node-order", "random")
+    assert result.exit_code == 2
+    assert "--node-order: expected one of trace, shuffled, got 'random'" in result.output
+
+
+def test_results_of_other_node_orders_do_not_merge() -> None:
+    w = _workload(4)
+    with pytest.raises(ValueError, match="results differ in node_order"):
+        merge([bench(w, ["default"], [1]), bench(w, ["default"], [2], node_order="shuffled")])

@@ -37,6 +37,10 @@ from makeroom.trace.gpu import PRIORITY, read_dir
 
 RATIO = 1.3
 SEEDS = tuple(range(42, 52))
+# The order of the nodes, which breaks ties: the trace's, or as the artifact runs it, shuffled once per
+# run (its simulator prefixes each node's name with a seeded random rank, and its scheduler takes the
+# first name among the top scores).
+NODE_ORDERS = ("trace", "shuffled")
 STEPS = 131  # the curve at 0, 1, ..., 130% of the cluster's GPUs arrived (1.3x)
 
 
@@ -60,6 +64,13 @@ def load(directory: Path, gpu_nodes_only: bool = False) -> Workload:
         tuple((m.cpu, m.memory, m.gpus) for m in machines if m.gpus or not gpu_nodes_only),
         tuple((Shape(t.cpu, t.memory, t.num_gpu, t.share), PRIORITY[t.qos]) for t in tasks),
     )
+
+
+def shuffled(w: Workload, seed: int) -> Workload:
+    """The same nodes in a random order drawn from ``seed`` (another stream than the arrivals')."""
+    nodes = list(w.nodes)
+    random.Random(f"nodes/{seed}").shuffle(nodes)
+    return Workload(w.source, tuple(nodes), w.tasks)
 
 
 def arrivals(w: Workload, seed: int, ratio: float = RATIO) -> list[int]:
@@ -236,11 +247,15 @@ def bench(
     ratio: float = RATIO,
     track: Tracker | None = None,
     scores: str = "exact",
+    node_order: str = "trace",
 ) -> dict[str, Any]:
     """Every policy without and with makeroom over the same arrival orders; means and 95% intervals.
-    ``scores``: the policies' scores exact, or as the authors' artifact computes them (SCORES)."""
+    ``scores``: the policies' scores exact, or as the authors' artifact computes them (SCORES);
+    ``node_order``: ties to the trace's first node, or to the first in an order drawn per seed."""
     if scores not in SCORES:
         raise ValueError(f"unknown score resolution {scores!r}")
+    if node_order not in NODE_ORDERS:
+        raise ValueError(f"unknown node order {node_order!r}")
     shapes = typical(shape for shape, _ in w.tasks)
     orders = {seed: arrivals(w, seed, ratio) for seed in seeds}
     steps = round(100 * ratio) + 1
@@ -251,7 +266,8 @@ def bench(
             runs[label] = []
             for seed in seeds:
                 tick = None if track is None else track(f"{label} · seed {seed}", 100 * ratio)
-                out = run(w, orders[seed], name, makeroom, shapes, tick, steps, scores)
+                cluster = shuffled(w, seed) if node_order == "shuffled" else w
+                out = run(cluster, orders[seed], name, makeroom, shapes, tick, steps, scores)
                 runs[label].append({"seed": seed, **out})
     return {
         "benchmark": "fgd",
@@ -261,6 +277,7 @@ def bench(
         "trace_tasks": len(w.tasks),
         "ratio": ratio,
         "scores": scores,
+        "node_order": node_order,
         "seeds": list(seeds),
         "typical_shapes": len(shapes),
         "arrived_pct": list(range(steps)),
@@ -277,8 +294,11 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for key in ("source", "nodes", "gpus", "ratio", "arrived_pct"):
             if other[key] != first[key]:
                 raise ValueError(f"results differ in {key}: {first[key]!r} and {other[key]!r}")
-        if _scores(other) != _scores(first):
-            raise ValueError(f"results differ in scores: {_scores(first)!r} and {_scores(other)!r}")
+        for key in ("scores", "node_order"):
+            if _setting(other, key) != _setting(first, key):
+                raise ValueError(
+                    f"results differ in {key}: {_setting(first, key)!r} and {_setting(other, key)!r}"
+                )
     runs: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         for label, rs in result["runs"].items():
@@ -289,7 +309,8 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     seeds = sorted({int(r["seed"]) for rs in runs.values() for r in rs})
     return {
         **{k: first[k] for k in ("benchmark", "source", "nodes", "gpus", "trace_tasks", "ratio")},
-        "scores": _scores(first),
+        "scores": _setting(first, "scores"),
+        "node_order": _setting(first, "node_order"),
         "seeds": seeds,
         **{k: first[k] for k in ("typical_shapes", "arrived_pct")},
         "policies": {name: _compare(runs[name], runs[name + "+makeroom"]) for name in policies},
@@ -297,8 +318,9 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _scores(result: dict[str, Any]) -> str:
-    return str(result.get("scores", "exact"))  # results written before the option are exact
+def _setting(result: dict[str, Any], key: str) -> str:
+    # results written before these options had exact scores and the trace's node order
+    return str(result.get(key, {"scores": "exact", "node_order": "trace"}[key]))
 
 
 def _compare(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> dict[str, Any]:
