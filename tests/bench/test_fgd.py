@@ -240,16 +240,27 @@ def test_the_artifacts_integer_scores_tie_near_equal_nodes_to_the_lowest_index(
     assert policy(name, SHAPES, 2, "artifact").choose(c, task) == (0, exact[1])
 
 
-def test_bench_fgd_refuses_an_unknown_score_resolution() -> None:
-    result = cli("bench", "fgd", "no-such-dir", "--scores", "round")
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--scores", "round", "--scores: expected one of exact, artifact, got 'round'"),
+        ("--node-order", "random", "--node-order: expected one of trace, shuffled, got 'random'"),
+    ],
+)
+def test_bench_fgd_refuses_an_unknown_setting(option: str, value: str, message: str) -> None:
+    result = cli("bench", "fgd", "no-such-dir", option, value)
     assert result.exit_code == 2
-    assert "--scores: expected one of exact, artifact, got 'round'" in result.output
+    assert message in result.output
 
 
-def test_results_of_other_score_resolutions_do_not_merge() -> None:
+@pytest.mark.parametrize(("key", "value"), [("scores", "artifact"), ("node_order", "shuffled")])
+def test_results_of_other_settings_do_not_merge(key: str, value: str) -> None:
     w = _workload(4)
-    with pytest.raises(ValueError, match="results differ in scores"):
-        merge([bench(w, ["default"], [1]), bench(w, ["default"], [2], scores="artifact")])
+    settings = {"scores": "exact", "node_order": "trace", key: value}
+    other = bench(w, ["default"], [2], scores=settings["scores"], node_order=settings["node_order"])
+    assert other[key] == value
+    with pytest.raises(ValueError, match=f"results differ in {key}"):
+        merge([bench(w, ["default"], [1]), other])
 
 
 def test_the_shuffled_node_order_is_a_permutation_drawn_per_seed() -> None:
@@ -276,15 +287,3 @@ def test_with_the_shuffled_order_a_tie_goes_to_the_first_node_drawn() -> None:
             assert r.arrive(0, *w.tasks[0]) and r.where[0][0] == 0
         firsts.add(nodes[0])
     assert firsts == {small, large}
-
-
-def test_bench_fgd_refuses_an_unknown_node_order() -> None:
-    result = cli("bench", "fgd", "no-such-dir", "--node-order", "random")
-    assert result.exit_code == 2
-    assert "--node-order: expected one of trace, shuffled, got 'random'" in result.output
-
-
-def test_results_of_other_node_orders_do_not_merge() -> None:
-    w = _workload(4)
-    with pytest.raises(ValueError, match="results differ in node_order"):
-        merge([bench(w, ["default"], [1]), bench(w, ["default"], [2], node_order="shuffled")])
