@@ -3,10 +3,10 @@ fixed cluster whose GPUs are counted per device, as a GPU-sharing device plugin 
 
 Pure: arrays in, a node and its devices out. Every policy answers the same question, ``choose``: of the
 nodes a task fits on, which one, and which of its GPUs. Costs are "lower is better"; ties go to the
-lowest node index, which is the authors' rule too: their simulator's kube-scheduler is patched to take,
-among the top scores, the node whose name sorts first, and openb's names (openb-node-0000, ...) sort
-in the trace's order. Scores are exact by default; ``scores="artifact"`` computes them as the authors'
-plugins do, kube-scheduler integers 0-100 truncated, so that near-equal nodes tie (SCORES).
+lowest node index (the authors' simulator takes the first node of an order drawn per run: the caller
+orders the nodes, fgd.shuffled). Scores are exact by default; ``scores="artifact"`` computes them as
+the authors' plugins do, kube-scheduler integers 0-100 truncated, so that near-equal nodes tie
+(SCORES).
 
 Fragmentation (the paper's section 3): for a task shape m and a node n, the node's unallocated GPU
 thousandths that m could never use are fragments: all of them when m cannot run on n (too little CPU,
