@@ -9,9 +9,19 @@ import random
 import numpy as np
 import pytest
 
-from makeroom.bench.fgd import Run, Workload, arrivals, bench, merge, run
+from makeroom.bench.fgd import Run, Workload, arrivals, bench, merge, run, shuffled
 from makeroom.bench.fgd_room import Room
-from makeroom.bench.fgd_score import POLICIES, Cluster, Fgd, Shape, Typical, fragmentation, policy, typical
+from makeroom.bench.fgd_score import (
+    POLICIES,
+    Cluster,
+    Fgd,
+    Shape,
+    Typical,
+    fragmentation,
+    policy,
+    score,
+    typical,
+)
 from tests.conftest import cli
 
 GIB = 2**30 * 1000  # milli-bytes
@@ -169,3 +179,111 @@ def test_fgd_ties_between_identical_nodes_go_to_the_lowest_index() -> None:
     c.give(0, A, (0,))
     fgd.changed(0)
     assert fgd.choose(c, A) == (0, (0,))
+
+
+def test_the_artifacts_fgd_score_is_the_sigmoid_of_the_growth_truncated() -> None:
+    # 100 / (1 + e^(g/1000)), cut to an integer: 50.97, 50, 50.12, 49.99, 49.03, 48.98
+    got = score(np.asarray([-39.0, 0.0, -5.0, 0.5, 39.0, 41.0, np.inf]))
+    assert got.tolist() == [50, 50, 50, 49, 49, 48, 0]
+
+
+# Two typical shapes on one GPU each: half a GPU, and a fifth of one. A task of a hundredth of a GPU
+# on a free device grows the fragmentation by 0; on a device with 210 free it shrinks it by 5 (before:
+# the 210 are of no use to the half, 0.5 x 210; after: 0.5 x 200, the fifth still fits).
+HALF_FIFTH = ((Shape(1000, 0, 1, 500), 0.5), (Shape(1000, 0, 1, 200), 0.5))
+SLIVER = Shape(1000, GIB, 1, 10)
+
+
+def test_fgd_with_the_artifacts_scores_ties_growths_within_a_point_to_the_lowest_index() -> None:
+    c = Cluster.of([(8000, 8 * GIB, 1), (8000, 8 * GIB, 1)])
+    c.take(1, Shape(0, 0, 1, 790), (0,))
+    assert Fgd(HALF_FIFTH, 2).choose(c, SLIVER) == (1, (0,))  # -5 is less than 0
+    assert Fgd(HALF_FIFTH, 2, artifact=True).choose(c, SLIVER) == (0, (0,))  # both score 50
+
+
+def test_fgd_with_the_artifacts_scores_takes_the_first_device_of_the_top_score() -> None:
+    c = Cluster.of([(8000, 8 * GIB, 2)])
+    c.take(0, Shape(0, 0, 1, 790), (1,))  # free: 1000 and 210
+    assert Fgd(HALF_FIFTH, 1).choose(c, SLIVER) == (0, (1,))
+    assert Fgd(HALF_FIFTH, 1, artifact=True).choose(c, SLIVER) == (0, (0,))
+
+
+def test_fgd_with_the_artifacts_scores_still_picks_a_device_that_scores_zero() -> None:
+    # a task that leaves nothing of use: the growth is large, the score 0, and it still goes somewhere
+    c = Cluster.of([(8000, 8 * GIB, 8)])
+    shapes = ((Shape(1000, 0, 8, 1000), 1.0),)
+    assert Fgd(shapes, 1, artifact=True).choose(c, Shape(1000, GIB, 1, 10)) == (0, (0,))
+
+
+@pytest.mark.parametrize(
+    ("name", "loads", "task"),
+    [
+        # best-fit: 0.5 x 7,000 / 8,000 + 0.5 x 1,000 / 2,000 left, against 6,900 cores: 31.3 and 31.9
+        ("best-fit", (None, Shape(100, 0)), Shape(1000, GIB, 1, 1000)),
+        # GPU packing: a shared GPU with 150 or 120 free, both 1 whole tenth
+        ("gpu-packing", (Shape(0, 0, 1, 850), Shape(0, 0, 1, 880)), Shape(1000, GIB, 1, 100)),
+        # kube-scheduler's default: half a percent of CPU and memory used, 87.0 + 100 points against
+        # 87.5 + 100, both 87 + 100 in whole points
+        ("default", (Shape(40, 8 * GIB // 200), None), Shape(1000, GIB)),
+    ],
+)
+def test_the_artifacts_integer_scores_tie_near_equal_nodes_to_the_lowest_index(
+    name: str, loads: tuple[Shape | None, Shape | None], task: Shape
+) -> None:
+    # node 1 is the better by a fraction of a point: exact scores take it, the artifact's tie
+    c = Cluster.of([(8000, 8 * GIB, 2), (8000, 8 * GIB, 2)])
+    for node, load in enumerate(loads):
+        if load is not None:
+            c.take(node, load, (0,) * load.gpus)
+    exact = policy(name, SHAPES, 2).choose(c, task)
+    assert exact is not None and exact[0] == 1
+    assert policy(name, SHAPES, 2, "artifact").choose(c, task) == (0, exact[1])
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--scores", "round", "--scores: expected one of exact, artifact, got 'round'"),
+        ("--node-order", "random", "--node-order: expected one of trace, shuffled, got 'random'"),
+    ],
+)
+def test_bench_fgd_refuses_an_unknown_setting(option: str, value: str, message: str) -> None:
+    result = cli("bench", "fgd", "no-such-dir", option, value)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+@pytest.mark.parametrize(("key", "value"), [("scores", "artifact"), ("node_order", "shuffled")])
+def test_results_of_other_settings_do_not_merge(key: str, value: str) -> None:
+    w = _workload(4)
+    settings = {"scores": "exact", "node_order": "trace", key: value}
+    other = bench(w, ["default"], [2], scores=settings["scores"], node_order=settings["node_order"])
+    assert other[key] == value
+    with pytest.raises(ValueError, match=f"results differ in {key}"):
+        merge([bench(w, ["default"], [1]), other])
+
+
+def test_the_shuffled_node_order_is_a_permutation_drawn_per_seed() -> None:
+    w = _workload(5)
+    orders = {seed: shuffled(w, seed).nodes for seed in range(6)}
+    assert all(sorted(nodes) == sorted(w.nodes) for nodes in orders.values())
+    assert orders[3] == shuffled(w, 3).nodes  # the same seed, the same order
+    assert len(set(orders.values())) > 1
+    assert shuffled(w, 3).tasks == w.tasks
+
+
+def test_with_the_shuffled_order_a_tie_goes_to_the_first_node_drawn() -> None:
+    # two nodes alike but for memory, which only the default profile reads: the other policies tie
+    # them, so the task lands on whichever comes first in the order drawn for the seed
+    small, large = (8000, 8 * GIB, 2), (8000, 9 * GIB, 2)
+    w = Workload("t", (small, large), ((Shape(1000, GIB, 1, 500), 0),))
+    firsts = set()
+    for seed in range(8):
+        nodes = shuffled(w, seed).nodes
+        for name in ("best-fit", "gpu-packing", "fgd"):
+            out = bench(w, [name], [seed], scores="artifact", node_order="shuffled")
+            assert out["node_order"] == "shuffled" and out["scores"] == "artifact"
+            r = Run(Workload("t", nodes, w.tasks), policy(name, SHAPES, 2, "artifact"), SHAPES)
+            assert r.arrive(0, *w.tasks[0]) and r.where[0][0] == 0
+        firsts.add(nodes[0])
+    assert firsts == {small, large}

@@ -22,6 +22,7 @@ import numpy as np
 from makeroom.bench.fgd_room import Room
 from makeroom.bench.fgd_score import (
     POLICIES,
+    SCORES,
     WHOLE,
     Cluster,
     Policy,
@@ -36,6 +37,10 @@ from makeroom.trace.gpu import PRIORITY, read_dir
 
 RATIO = 1.3
 SEEDS = tuple(range(42, 52))
+# The order of the nodes, which breaks ties: the trace's, or as the artifact runs it, shuffled once per
+# run (its simulator prefixes each node's name with a seeded random rank, and its scheduler takes the
+# first name among the top scores).
+NODE_ORDERS = ("trace", "shuffled")
 STEPS = 131  # the curve at 0, 1, ..., 130% of the cluster's GPUs arrived (1.3x)
 
 
@@ -59,6 +64,13 @@ def load(directory: Path, gpu_nodes_only: bool = False) -> Workload:
         tuple((m.cpu, m.memory, m.gpus) for m in machines if m.gpus or not gpu_nodes_only),
         tuple((Shape(t.cpu, t.memory, t.num_gpu, t.share), PRIORITY[t.qos]) for t in tasks),
     )
+
+
+def shuffled(w: Workload, seed: int) -> Workload:
+    """The same nodes in a random order drawn from ``seed`` (another stream than the arrivals')."""
+    nodes = list(w.nodes)
+    random.Random(f"nodes/{seed}").shuffle(nodes)
+    return Workload(w.source, tuple(nodes), w.tasks)
 
 
 def arrivals(w: Workload, seed: int, ratio: float = RATIO) -> list[int]:
@@ -169,10 +181,12 @@ def run(
     shapes: tuple[tuple[Shape, float], ...],
     tick: Callable[[float], None] | None = None,
     steps: int = STEPS,
+    scores: str = "exact",
 ) -> dict[str, Any]:
     """Feed the tasks in ``order``; the curves (at 0, 1, ..., steps - 1 % arrived) and totals."""
     started = time.perf_counter()
-    r = Run(w, policy(name, shapes, len(w.nodes)), shapes, Room(w.nodes) if makeroom else None)
+    chosen = policy(name, shapes, len(w.nodes), scores)
+    r = Run(w, chosen, shapes, Room(w.nodes) if makeroom else None)
     capacity = w.gpu_milli
     arrived = np.zeros(len(order) + 1)
     placed = np.zeros(len(order) + 1)
@@ -232,8 +246,16 @@ def bench(
     seeds: Sequence[int] = SEEDS,
     ratio: float = RATIO,
     track: Tracker | None = None,
+    scores: str = "exact",
+    node_order: str = "trace",
 ) -> dict[str, Any]:
-    """Every policy without and with makeroom over the same arrival orders; means and 95% intervals."""
+    """Every policy without and with makeroom over the same arrival orders; means and 95% intervals.
+    ``scores``: the policies' scores exact, or as the authors' artifact computes them (SCORES);
+    ``node_order``: ties to the trace's first node, or to the first in an order drawn per seed."""
+    if scores not in SCORES:
+        raise ValueError(f"unknown score resolution {scores!r}")
+    if node_order not in NODE_ORDERS:
+        raise ValueError(f"unknown node order {node_order!r}")
     shapes = typical(shape for shape, _ in w.tasks)
     orders = {seed: arrivals(w, seed, ratio) for seed in seeds}
     steps = round(100 * ratio) + 1
@@ -244,7 +266,8 @@ def bench(
             runs[label] = []
             for seed in seeds:
                 tick = None if track is None else track(f"{label} · seed {seed}", 100 * ratio)
-                out = run(w, orders[seed], name, makeroom, shapes, tick, steps)
+                cluster = shuffled(w, seed) if node_order == "shuffled" else w
+                out = run(cluster, orders[seed], name, makeroom, shapes, tick, steps, scores)
                 runs[label].append({"seed": seed, **out})
     return {
         "benchmark": "fgd",
@@ -253,6 +276,8 @@ def bench(
         "gpus": w.gpu_milli // WHOLE,
         "trace_tasks": len(w.tasks),
         "ratio": ratio,
+        "scores": scores,
+        "node_order": node_order,
         "seeds": list(seeds),
         "typical_shapes": len(shapes),
         "arrived_pct": list(range(steps)),
@@ -269,6 +294,11 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for key in ("source", "nodes", "gpus", "ratio", "arrived_pct"):
             if other[key] != first[key]:
                 raise ValueError(f"results differ in {key}: {first[key]!r} and {other[key]!r}")
+        for key in ("scores", "node_order"):
+            if _setting(other, key) != _setting(first, key):
+                raise ValueError(
+                    f"results differ in {key}: {_setting(first, key)!r} and {_setting(other, key)!r}"
+                )
     runs: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         for label, rs in result["runs"].items():
@@ -279,11 +309,18 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     seeds = sorted({int(r["seed"]) for rs in runs.values() for r in rs})
     return {
         **{k: first[k] for k in ("benchmark", "source", "nodes", "gpus", "trace_tasks", "ratio")},
+        "scores": _setting(first, "scores"),
+        "node_order": _setting(first, "node_order"),
         "seeds": seeds,
         **{k: first[k] for k in ("typical_shapes", "arrived_pct")},
         "policies": {name: _compare(runs[name], runs[name + "+makeroom"]) for name in policies},
         "runs": runs,
     }
+
+
+def _setting(result: dict[str, Any], key: str) -> str:
+    # results written before these options had exact scores and the trace's node order
+    return str(result.get(key, {"scores": "exact", "node_order": "trace"}[key]))
 
 
 def _compare(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> dict[str, Any]:

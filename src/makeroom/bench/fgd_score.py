@@ -3,7 +3,10 @@ fixed cluster whose GPUs are counted per device, as a GPU-sharing device plugin 
 
 Pure: arrays in, a node and its devices out. Every policy answers the same question, ``choose``: of the
 nodes a task fits on, which one, and which of its GPUs. Costs are "lower is better"; ties go to the
-lowest node index (kube-scheduler draws among equal scores; a fixed order keeps runs reproducible).
+lowest node index (the authors' simulator takes the first node of an order drawn per run: the caller
+orders the nodes, fgd.shuffled). Scores are exact by default; ``scores="artifact"`` computes them as
+the authors' plugins do, kube-scheduler integers 0-100 truncated, so that near-equal nodes tie
+(SCORES).
 
 Fragmentation (the paper's section 3): for a task shape m and a node n, the node's unallocated GPU
 thousandths that m could never use are fragments: all of them when m cannot run on n (too little CPU,
@@ -30,6 +33,8 @@ Mask = npt.NDArray[np.bool_]
 WHOLE = 1000  # thousandths of a GPU in a device
 ABSENT = -1  # the free thousandths of a device slot a node does not have: no share fits there
 COVERAGE = 0.95  # the typical shapes make up this share of the tasks (the authors' default)
+MAX_SCORE = 100  # kube-scheduler's framework.MaxNodeScore
+SCORES = ("exact", "artifact")  # a policy's score resolution: exact, or the artifact's integers
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +170,9 @@ class Policy:
 
     name = ""
 
+    def __init__(self, artifact: bool = False) -> None:
+        self.artifact = artifact  # scores as the authors' plugins compute them: integers 0-100
+
     def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
         raise NotImplementedError
 
@@ -186,21 +194,29 @@ class Policy:
 class LeastAllocated(Policy):
     """kube-scheduler's default profile: NodeResourcesFit's LeastAllocated (CPU and memory, weight 1
     each) plus NodeResourcesBalancedAllocation (one minus half the gap between the two fractions
-    used), each out of 100, GPUs not scored."""
+    used), each out of 100, GPUs not scored. With ``artifact``, as kube-scheduler computes them: each
+    resource's free share in whole points, their mean in whole points, the balance truncated."""
 
     name = "default"
 
     def costs(self, c: Cluster, shape: Shape, nodes: Ints) -> Floats:
-        cpu_used = 1 - (c.cpu[nodes] - shape.cpu) / c.cpu_cap[nodes]
-        mem_used = 1 - (c.memory[nodes] - shape.memory) / np.maximum(c.memory_cap[nodes], 1)
-        least = 50 * ((1 - cpu_used) + (1 - mem_used))
-        balanced = 100 * (1 - np.abs(cpu_used - mem_used) / 2)
+        cpu_free, mem_free = c.cpu[nodes] - shape.cpu, c.memory[nodes] - shape.memory
+        cpu_cap, mem_cap = c.cpu_cap[nodes], np.maximum(c.memory_cap[nodes], 1)
+        cpu_used = 1 - cpu_free / cpu_cap
+        mem_used = 1 - mem_free / mem_cap
+        balanced = MAX_SCORE * (1 - np.abs(cpu_used - mem_used) / 2)
+        if self.artifact:
+            points = (cpu_free * MAX_SCORE // cpu_cap + mem_free * MAX_SCORE // mem_cap) // 2
+            return np.asarray(-(points + np.trunc(balanced)), dtype=np.float64)
+        least = MAX_SCORE / 2 * ((1 - cpu_used) + (1 - mem_used))
         return np.asarray(-(least + balanced), dtype=np.float64)
 
 
 class BestFit(Policy):
     """The node left with the least room: CPU and GPU thousandths left after the task, each over the
-    largest node's, weighted one half each (the paper's baseline)."""
+    largest node's, weighted one half each (the paper's baseline; the artifact divides by 128 cores and
+    8 GPUs, openb's largest node). With ``artifact``, the artifact's score: (1 - that) x 100 truncated,
+    so nodes within a hundredth tie."""
 
     name = "best-fit"
 
@@ -208,13 +224,17 @@ class BestFit(Policy):
         cpu_left = (c.cpu[nodes] - shape.cpu) / max(1, int(c.cpu_cap.max()))
         gpu_free = np.clip(c.gpu[nodes], 0, None).sum(axis=1)
         gpu_left = (gpu_free - shape.gpu_milli) / max(1, int(c.gpu_cap.max()) * WHOLE)
-        return np.asarray(0.5 * cpu_left + 0.5 * gpu_left, dtype=np.float64)
+        cost = 0.5 * cpu_left + 0.5 * gpu_left
+        if self.artifact:
+            return np.asarray(-np.trunc((1 - cost) * MAX_SCORE), dtype=np.float64)
+        return np.asarray(cost, dtype=np.float64)
 
 
 class GpuPacking(Policy):
     """GPU packing (the paper's baseline): a GPU task goes first where it shares a GPU already in use
     (the fullest), then to free GPUs of a node already in use (the fewest taken), then to an idle node
-    (the one with the fewest GPUs). A task without GPUs scores the same everywhere."""
+    (the one with the fewest GPUs). A task without GPUs scores the same everywhere. With
+    ``artifact``, a shared GPU's free share counts in whole tenths, as the artifact's score does."""
 
     name = "gpu-packing"
 
@@ -230,6 +250,8 @@ class GpuPacking(Policy):
             whole_used = np.full(len(nodes), shape.gpus)
         idle = (gpu == WHOLE).sum(axis=1) == c.gpu_cap[nodes]
         tier = np.where(whole_used == 0, 0, np.where(idle, 2, 1))
+        if self.artifact:
+            tight = tight * 100 // WHOLE // 10 * (WHOLE // 10)  # 100 - (free %) / 10 points
         within = np.where(tier == 0, tight / WHOLE, np.where(tier == 1, whole_used, c.gpu_cap[nodes]))
         return np.asarray(tier * 1000.0 + within, dtype=np.float64)
 
@@ -237,11 +259,15 @@ class GpuPacking(Policy):
 class Fgd(Policy):
     """Fragmentation gradient descent: the node, and on it the device for a shared task, where the
     expected fragmentation grows least. A node's fragmentation, and each shape's best growth on it,
-    are kept until the node changes: a task changes one node, so each arrival computes little."""
+    are kept until the node changes: a task changes one node, so each arrival computes little.
+
+    With ``artifact``, the artifact's score: sigmoid(-growth / 1000) x 100 truncated (growths within
+    some 40 thousandths tie), and for a shared task the first device with the top score."""
 
     name = "fgd"
 
-    def __init__(self, shapes: Sequence[tuple[Shape, float]], nodes: int) -> None:
+    def __init__(self, shapes: Sequence[tuple[Shape, float]], nodes: int, artifact: bool = False) -> None:
+        super().__init__(artifact)
         self.shapes = Typical.of(shapes)
         self.frag: Floats | None = None
         self.nodes = nodes
@@ -273,15 +299,11 @@ class Fgd(Policy):
         growth, picks = self.cache[shape]
         stale = nodes[np.isnan(growth[nodes])]
         if len(stale):
-            before = self.node_frag(c)[stale]
-            after, chosen = self._after(c, shape, stale)
-            # rounded: the sums are of whole thousandths times frequencies, and float noise from
-            # batches of different sizes would otherwise break the ties between identical nodes
-            growth[stale] = np.round(after - before, 6)
-            picks[stale] = chosen
-        return growth[nodes]
+            growth[stale], picks[stale] = self._growth(c, shape, stale, self.node_frag(c)[stale])
+        return -score(growth[nodes]) if self.artifact else growth[nodes]
 
-    def _after(self, c: Cluster, shape: Shape, nodes: Ints) -> tuple[Floats, Ints]:
+    def _growth(self, c: Cluster, shape: Shape, nodes: Ints, before: Floats) -> tuple[Floats, Ints]:
+        """Per node, the least growth of its fragmentation the task can make, and on which devices."""
         cpu = c.cpu[nodes] - shape.cpu
         gpu = c.gpu[nodes]
         if shape.gpus != 1 or shape.share >= WHOLE:
@@ -291,8 +313,8 @@ class Fgd(Policy):
                 np.put_along_axis(
                     taken, devices, np.take_along_axis(gpu, devices, axis=1) - shape.share, axis=1
                 )
-            return fragmentation(cpu, taken, self.shapes), devices
-        best = np.full(len(nodes), np.inf)
+            return _rounded(fragmentation(cpu, taken, self.shapes) - before), devices
+        best = np.full(len(nodes), np.inf)  # the fragmentation after, on the device picked
         pick = np.full(len(nodes), -1, dtype=np.int64)
         for d in range(gpu.shape[1]):
             can = gpu[:, d] >= shape.share
@@ -301,23 +323,44 @@ class Fgd(Policy):
             taken = gpu[can].copy()
             taken[:, d] -= shape.share
             frag = fragmentation(cpu[can], taken, self.shapes)
-            better = frag < best[can]
+            if self.artifact:  # the first device with the top integer score
+                top = score(_rounded(best[can] - before[can]))
+                better = (pick[can] < 0) | (score(_rounded(frag - before[can])) > top)
+            else:
+                better = frag < best[can]
             idx = np.flatnonzero(can)[better]
             best[idx] = frag[better]
             pick[idx] = d
-        return best, pick[:, None]
+        return _rounded(best - before), pick[:, None]
+
+
+def _rounded(growth: Floats) -> Floats:
+    # the sums are of whole thousandths times frequencies, and float noise from batches of different
+    # sizes would otherwise break the ties between identical nodes
+    return np.round(growth, 6)
+
+
+def score(growth: Floats) -> Floats:
+    """FGD's score in the artifact: sigmoid(-growth / 1000) x 100, truncated to an integer (an
+    unbounded growth, no device at all, scores 0)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(np.trunc(MAX_SCORE / (1 + np.exp(growth / WHOLE))), dtype=np.float64)
 
 
 POLICIES = ("default", "best-fit", "gpu-packing", "fgd")
 
 
-def policy(name: str, shapes: Sequence[tuple[Shape, float]], nodes: int) -> Policy:
+def policy(name: str, shapes: Sequence[tuple[Shape, float]], nodes: int, scores: str = "exact") -> Policy:
+    """The policy ``name``; ``scores``: exact, or as the authors' artifact computes them (SCORES)."""
+    if scores not in SCORES:
+        raise ValueError(f"unknown score resolution {scores!r}")
+    artifact = scores == "artifact"
     if name == "default":
-        return LeastAllocated()
+        return LeastAllocated(artifact)
     if name == "best-fit":
-        return BestFit()
+        return BestFit(artifact)
     if name == "gpu-packing":
-        return GpuPacking()
+        return GpuPacking(artifact)
     if name == "fgd":
-        return Fgd(shapes, nodes)
+        return Fgd(shapes, nodes, artifact)
     raise ValueError(f"unknown policy {name!r}")

@@ -44,6 +44,20 @@ def bench_fgd(
             "--gpu-nodes-only", help="Leave out the nodes without GPUs, as the paper's artifact does."
         ),
     ] = False,
+    scores: Annotated[
+        str,
+        typer.Option(
+            help="exact, or artifact: the scores as the paper's artifact computes them, integers "
+            "0-100 truncated (near-equal nodes tie, the lowest index wins)."
+        ),
+    ] = "exact",
+    node_order: Annotated[
+        str,
+        typer.Option(
+            help="trace: ties go to the trace's first node; shuffled: to the first in an order drawn "
+            "per seed, as the paper's artifact does."
+        ),
+    ] = "trace",
     picture: Annotated[
         Path | None, typer.Option("--picture", help="The curves: a .png picture or an .html page.")
     ] = None,
@@ -54,13 +68,17 @@ def bench_fgd(
     """Unallocated GPUs at saturation, the share of GPU demand placed and makeroom's moves per GPU it
     let be placed, per scoring policy without and with makeroom, as means with 95% confidence
     intervals over the seeds (docs/benchmarks.md)."""
-    from makeroom.bench.fgd import bench, load
-    from makeroom.bench.fgd_score import POLICIES
+    from makeroom.bench.fgd import NODE_ORDERS, bench, load
+    from makeroom.bench.fgd_score import POLICIES, SCORES
 
     names = [p.strip() for p in policies.split(",") if p.strip()]
     unknown = [n for n in names if n not in POLICIES]
     if unknown or not names or len(set(names)) != len(names):
         usage_error(f"--policies: expected some of {', '.join(POLICIES)}, each once, got {policies!r}")
+    if scores not in SCORES:
+        usage_error(f"--scores: expected one of {', '.join(SCORES)}, got {scores!r}")
+    if node_order not in NODE_ORDERS:
+        usage_error(f"--node-order: expected one of {', '.join(NODE_ORDERS)}, got {node_order!r}")
     if not 0 < ratio <= 10:
         usage_error(f"--ratio: expected more than 0 and at most 10, got {ratio}")
     if picture is not None and picture.suffix.lower() not in (".png", ".html"):
@@ -70,7 +88,15 @@ def bench_fgd(
     def go() -> None:
         workload = load(source, gpu_nodes_only)
         with sim_progress() as bar:
-            data = bench(workload, names, chosen, ratio, lambda label, total: bar.track(label, total, "%"))
+            data = bench(
+                workload,
+                names,
+                chosen,
+                ratio,
+                lambda label, total: bar.track(label, total, "%"),
+                scores,
+                node_order,
+            )
         if picture is not None:
             from makeroom.report.fgd import render
 
@@ -85,7 +111,9 @@ def bench_fgd(
 def _table(data: dict[str, Any]) -> Table:
     table = Table(
         title=f"{Path(data['source']).name} · {data['nodes']} nodes, {data['gpus']} GPUs · "
-        f"{data['ratio']:g}x arrived · {len(data['seeds'])} seeds · means ± 95% CI",
+        f"{data['ratio']:g}x arrived · {data.get('scores', 'exact')} scores · "
+        f"ties to the {data.get('node_order', 'trace')} order · {len(data['seeds'])} seeds · "
+        "means ± 95% CI",
         title_justify="left",
     )
     table.add_column("policy", no_wrap=True)

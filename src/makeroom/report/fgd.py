@@ -49,7 +49,9 @@ def figure(data: dict[str, Any]) -> Figure:
     unalloc.legend(fontsize=8, loc="lower left")
     fig.suptitle(
         f"{Path(data['source']).name} · {data['nodes']} nodes, {gpus} GPUs · "
-        f"seeds {data['seeds'][0]}-{data['seeds'][-1]}",
+        f"seeds {data['seeds'][0]}-{data['seeds'][-1]}"
+        + ("" if data.get("scores", "exact") == "exact" else f" · {data['scores']} scores")
+        + ("" if data.get("node_order", "trace") == "trace" else f" · ties to a {data['node_order']} order"),
         fontsize=11,
     )
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.86, wspace=0.25)
