@@ -67,9 +67,12 @@ def existing_capacity(ctx: Context, ledger: Ledger, classes: Sequence[VictimClas
             rooms = rooms_for(ctx, ledger, c.spec)
             dims = c.req > 0
             per = np.min(ledger.free[rooms][:, dims] // c.req[dims], axis=1).clip(min=0)
-            cached = ledger.capacity[c.spec] = (rooms, per)
-        rooms, per = cached
-        out.append(int(per.sum() - per[rooms == slot].sum()))
+            # per slot (0 where no room), so that leaving one node out costs a lookup, not a scan
+            by_slot = np.zeros(len(ledger.free), dtype=np.int64)
+            by_slot[rooms] = per
+            cached = ledger.capacity[c.spec] = (int(per.sum()), by_slot)
+        total, by_slot = cached
+        out.append(total - int(by_slot[slot]))
     return out
 
 
