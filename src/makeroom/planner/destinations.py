@@ -29,12 +29,13 @@ def rooms_for(ctx: Context, ledger: Ledger, spec: PodSpec) -> npt.NDArray[np.int
     if rooms is None:
         view = ctx.view
         r = ctx.req(spec)
-        fit = np.all(ledger.free >= r, axis=1)
-        ready = view.static(spec) & fit
-        upcoming = ctx.upcoming(spec) & fit
-        slots = np.flatnonzero(ready | upcoming)
+        ready = view.static(spec)
+        slots = np.flatnonzero(ready | ctx.upcoming(spec))
+        slots = slots[np.all(ledger.free[slots] >= r, axis=1)]
         if ledger.sources:
-            slots = slots[~np.isin(slots, list(ledger.sources))]
+            keep = np.ones(len(ready), dtype=np.bool_)
+            keep[list(ledger.sources)] = False
+            slots = slots[keep[slots]]
         dims = (r > 0) & (np.arange(len(r)) != view.state.index.position(PODS))
         alloc = np.maximum(view.state.alloc[slots][:, dims], 1)
         leftover = ((ledger.free[slots][:, dims] - r[dims]) / alloc).sum(axis=1)

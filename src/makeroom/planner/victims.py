@@ -86,7 +86,7 @@ def victim_sets(
             continue
         # reprieve: most important first (highest priority, least useful), while P still fits
         for ci in sorted(range(len(classes)), key=lambda i: (-classes[i].priority, cover[i], i)):
-            while counts[ci] > 0 and covered([a - r for a, r in zip(acc, reqs[ci], strict=True)]):
+            while counts[ci] > 0 and all(a - r >= x for a, r, x in zip(acc, reqs[ci], short, strict=True)):
                 counts[ci] -= 1
                 acc = [a - r for a, r in zip(acc, reqs[ci], strict=True)]
         t = tuple(counts)
