@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from makeroom.bench.midsize import midsize
 from makeroom.model import Node, Pod, PodSpec, Resources
 from makeroom.model.fit import label_fit
+from makeroom.model.objects import Taint, TaintEffect
 from makeroom.model.view import ClusterView
 
 
@@ -50,3 +53,29 @@ def test_nodes_being_provisioned_and_cordoned_nodes() -> None:
     assert view.group_size["cpu"] == len(state.nodes_of("cpu"))
     pod = Pod("x", spec)
     assert view.room_on(state.slot_of["cpu-new"], pod)[0] == state.alloc[state.slot_of["cpu-new"]][0]
+
+
+def test_a_new_view_sees_a_node_tainted_cordoned_or_unready_since_the_last_one() -> None:
+    # the grouping of nodes by readiness, cordon and taints is kept on the state between views
+    state = midsize(4).state
+    spec = PodSpec(Resources.parse({"cpu": "100m"}), 0)
+    cpu = [n for n in state.nodes.values() if n.group == "cpu" and n.ready]
+    tainted, cordoned, unready = (state.slot_of[n.name] for n in cpu[:3])
+    assert ClusterView(state).static(spec)[[tainted, cordoned, unready]].all()
+    cpu[0].taints = (Taint("dedicated", "batch", TaintEffect.NO_SCHEDULE),)
+    cpu[1].unschedulable = True
+    cpu[2].ready = False
+    state.nodes_changed()
+    after = ClusterView(state).static(spec)
+    assert not after[[tainted, cordoned, unready]].any()
+    assert np.array_equal(after, state.static_mask(spec) & ClusterView(state).ready)
+
+
+def test_equal_specs_hash_alike_and_a_changed_spec_hashes_afresh() -> None:
+    # a spec's hash is computed once: it must still follow equality
+    a = PodSpec(Resources.parse({"cpu": "1"}), 100, node_selector=(("zone", "a"),))
+    b = PodSpec(Resources.parse({"cpu": "1"}), 100, node_selector=(("zone", "a"),))
+    assert a == b and hash(a) == hash(b)
+    c = replace(a, priority=200)
+    assert c != a and {a: 1, c: 2}[replace(c)] == 2
+    assert {a: "x"}.get(b) == "x"

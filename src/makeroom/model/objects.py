@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from makeroom.model.nodepool import INSTANCE_TYPE_LABEL, Disruption, InstanceType
@@ -284,6 +284,16 @@ class PodSpec:
     host_ports: tuple[HostPort, ...] = ()
     volumes: tuple[VolumeConstraint, ...] = ()
     node_name: str = ""  # spec.nodeName set before scheduling: the pod may go to that node only
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # Specs key the planner's per-spec caches, looked up for every victim it weighs; a spec with
+        # affinity and spreading is a deep tree of tuples, so its hash is computed once.
+        h = self._hash
+        if h is None:
+            h = hash(tuple(getattr(self, name) for name in _SPEC_FIELDS))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @property
     def places_by_pods(self) -> bool:
@@ -299,6 +309,9 @@ class PodSpec:
     def effective(requests: Resources) -> Resources:
         """Requests as the scheduler counts them: every pod also takes one of the node's pod slots."""
         return requests + Resources({PODS: 1000}) if PODS not in requests else requests
+
+
+_SPEC_FIELDS = tuple(f.name for f in fields(PodSpec) if f.compare)
 
 
 @dataclass(slots=True, eq=False)

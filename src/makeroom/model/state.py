@@ -88,7 +88,8 @@ class ClusterState:
         self.with_ports: dict[str, Pod] = {}
         self.affine: dict[str, Pod] = {}  # bound pods with pod affinity, or preferred (anti-)affinity
         self.pod_of_spec: dict[int, Pod] = {}  # one pod of each spec (id): its labels and namespace
-        self.domain_cache: dict[object, object] = {}  # model.scheduling's per-node facts, until nodes change
+        # per-node facts (model.scheduling, the view), kept until the nodes change
+        self.domain_cache: dict[object, object] = {}
         self.generation = 0  # bumped on every change of placement or nodes, for callers' caches
         self.node_generation = 0  # bumped when nodes come, go, or change labels, taints, readiness
 

@@ -167,7 +167,17 @@ class ClusterView:
     @cached_property
     def _kinds(self) -> tuple[npt.NDArray[np.int64], list[Node]]:
         """Nodes alike for ``static_fit`` (readiness, cordon, taints): per slot its kind, and one
-        node of each kind, so that a spec is checked once per kind instead of once per node."""
+        node of each kind, so that a spec is checked once per kind instead of once per node. Kept on
+        the state until its nodes change (a pass over every node's taints, for every plan, was a
+        tenth of a plan's time at 5,000 nodes)."""
+        hit = self.state.domain_cache.get("node-kinds")
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        kinds = self._count_kinds()
+        self.state.domain_cache["node-kinds"] = kinds
+        return kinds
+
+    def _count_kinds(self) -> tuple[npt.NDArray[np.int64], list[Node]]:
         by_id: dict[tuple[bool, bool, int], int] = {}
         by_value: dict[tuple[bool, bool, tuple[Taint, ...]], int] = {}
         sample: list[Node] = []

@@ -109,7 +109,7 @@ class Ledger:
     moves: int = 0
     # per-spec facts that depend on the room left, valid until the next claim (see ``touch``)
     rooms: dict[PodSpec, npt.NDArray[np.intp]] = field(default_factory=dict)
-    capacity: dict[PodSpec, tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]] = field(default_factory=dict)
+    capacity: dict[PodSpec, tuple[int, npt.NDArray[np.int64]]] = field(default_factory=dict)
 
     @staticmethod
     def start(ctx: Context, pending: list[Pod]) -> Ledger:

@@ -29,12 +29,13 @@ def rooms_for(ctx: Context, ledger: Ledger, spec: PodSpec) -> npt.NDArray[np.int
     if rooms is None:
         view = ctx.view
         r = ctx.req(spec)
-        fit = np.all(ledger.free >= r, axis=1)
-        ready = view.static(spec) & fit
-        upcoming = ctx.upcoming(spec) & fit
-        slots = np.flatnonzero(ready | upcoming)
+        ready = view.static(spec)
+        slots = np.flatnonzero(ready | ctx.upcoming(spec))
+        slots = slots[np.all(ledger.free[slots] >= r, axis=1)]
         if ledger.sources:
-            slots = slots[~np.isin(slots, list(ledger.sources))]
+            keep = np.ones(len(ready), dtype=np.bool_)
+            keep[list(ledger.sources)] = False
+            slots = slots[keep[slots]]
         dims = (r > 0) & (np.arange(len(r)) != view.state.index.position(PODS))
         alloc = np.maximum(view.state.alloc[slots][:, dims], 1)
         leftover = ((ledger.free[slots][:, dims] - r[dims]) / alloc).sum(axis=1)
@@ -67,9 +68,12 @@ def existing_capacity(ctx: Context, ledger: Ledger, classes: Sequence[VictimClas
             rooms = rooms_for(ctx, ledger, c.spec)
             dims = c.req > 0
             per = np.min(ledger.free[rooms][:, dims] // c.req[dims], axis=1).clip(min=0)
-            cached = ledger.capacity[c.spec] = (rooms, per)
-        rooms, per = cached
-        out.append(int(per.sum() - per[rooms == slot].sum()))
+            # per slot (0 where no room), so that leaving one node out costs a lookup, not a scan
+            by_slot = np.zeros(len(ledger.free), dtype=np.int64)
+            by_slot[rooms] = per
+            cached = ledger.capacity[c.spec] = (int(per.sum()), by_slot)
+        total, by_slot = cached
+        out.append(total - int(by_slot[slot]))
     return out
 
 

@@ -3,6 +3,7 @@ and the sets of them (a count per class) that free enough room."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,12 +53,19 @@ def victim_sets(
     every minimal set when the node holds few enough classes to enumerate them. ``capacity`` is how
     many pods of each class existing room could take: beyond it a victim costs a new node."""
     d = np.where(need, deficit, 0)
-    dn = np.maximum(d, 1)
-    cover = [float((np.minimum(c.req, d) / dn)[need].sum()) for c in classes]
+    # The short resources as plain integers: these vectors are a few long, and numpy's per-call cost
+    # on them dominated the plan (each step of a greedy order asked whether the set covers yet).
+    dims = [int(k) for k in np.flatnonzero(need)]
+    short = [int(d[k]) for k in dims]
+    reqs = [[int(c.req[k]) for k in dims] for c in classes]
+    cover = [sum(min(r, x) / max(x, 1) for r, x in zip(req, short, strict=True)) for req in reqs]
     items = [(ci, k) for ci, c in enumerate(classes) for k in range(len(c.pods))]
 
     def costly(item: tuple[int, int]) -> bool:
         return item[1] >= capacity[item[0]]
+
+    def covered(acc: list[int]) -> bool:
+        return all(a >= x for a, x in zip(acc, short, strict=True))
 
     orders = [
         sorted(items, key=lambda it: (costly(it), classes[it[0]].priority, -cover[it[0]], it)),
@@ -68,19 +76,19 @@ def victim_sets(
     found: list[tuple[int, ...]] = []
     for order in orders:
         counts = [0] * len(classes)
-        acc = np.zeros_like(d)
+        acc = [0] * len(dims)
         for ci, _ in order:
-            if covers(acc, d, need):
+            if covered(acc):
                 break
             counts[ci] += 1
-            acc = acc + classes[ci].req
-        if not covers(acc, d, need):
+            acc = [a + r for a, r in zip(acc, reqs[ci], strict=True)]
+        if not covered(acc):
             continue
         # reprieve: most important first (highest priority, least useful), while P still fits
         for ci in sorted(range(len(classes)), key=lambda i: (-classes[i].priority, cover[i], i)):
-            while counts[ci] > 0 and covers(acc - classes[ci].req, d, need):
+            while counts[ci] > 0 and all(a - r >= x for a, r, x in zip(acc, reqs[ci], short, strict=True)):
                 counts[ci] -= 1
-                acc = acc - classes[ci].req
+                acc = [a - r for a, r in zip(acc, reqs[ci], strict=True)]
         t = tuple(counts)
         if t not in found:
             found.append(t)
@@ -215,12 +223,15 @@ def lightest_set(classes: Sequence[VictimClass], d: Vector, need: Mask) -> tuple
 
 def fewest(classes: Sequence[VictimClass], d: Vector, need: Mask) -> int:
     """A lower bound on the victims any covering set needs: in each short resource, the deficit over
-    the largest request there. 0 when nothing is short."""
-    if not need.any():
+    the largest request there. 0 when nothing is short. (Plain integers: it runs for every candidate
+    node, on vectors a few long.)"""
+    dims = [int(k) for k in np.flatnonzero(need)]
+    if not dims:
         return 0
     if not classes:
         return 1 << 30
-    biggest = np.max(np.stack([c.req for c in classes]), axis=0)
-    with np.errstate(divide="ignore"):
-        per = np.where(biggest[need] > 0, np.ceil(d[need] / np.maximum(biggest[need], 1)), 1 << 30)
-    return int(np.max(per))
+    most = 0
+    for k in dims:
+        biggest = max(int(c.req[k]) for c in classes)
+        most = max(most, math.ceil(int(d[k]) / biggest) if biggest > 0 else 1 << 30)
+    return most

@@ -141,6 +141,8 @@ class _Builder:
     _specs: dict[PodSpec, PodSpec] = field(default_factory=dict)
     _requests: dict[tuple[tuple[str, int], ...], Resources] = field(default_factory=dict)
     _by_key: dict[tuple[Any, ...], PodSpec] = field(default_factory=dict)
+    # nodes alike share one taints tuple: the view groups nodes by it (model.view, ``_kinds``)
+    _taints: dict[tuple[Taint, ...], tuple[Taint, ...]] = field(default_factory=dict)
 
     @property
     def lenient(self) -> bool:
@@ -227,6 +229,7 @@ class _Builder:
         alloc = resources(alloc_src, f"{where}.status.{key}", problems, beyond)
         alloc.setdefault(PODS, DEFAULT_MAX_PODS * 1000)
         taints = parse_taints(spec.get("taints") or [], f"{where}.spec.taints", problems.items)
+        taints = self._taints.setdefault(taints, taints)
         self.nodes.append(
             Node(
                 name=str(meta["name"]),
