@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from makeroom.cli.common import PREFIX, ExitStatus
+from makeroom.cli.common import PREFIX, ExitStatus, setup_console_logging
 
 try:  # typer 0.2x carries its own copy of click, whose exceptions are not click's
     from typer._click import exceptions as click
@@ -98,3 +98,4 @@ def root(
     Exit status: 0 done, every pod placed; 1 a failure outside the input (a cluster call); 2 bad input
     (nothing run, nothing changed); 3 pods still pending (at the end of a simulation, or now for plan).
     """
+    setup_console_logging()

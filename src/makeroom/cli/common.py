@@ -4,6 +4,7 @@ input into one ``makeroom: ...`` line per problem with exit status 2."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -16,10 +17,34 @@ import yaml
 from rich.console import Console
 
 from makeroom.errors import InputError
+from makeroom.logfields import StderrHandler, extra_fields
 
 T = TypeVar("T")
 
 PREFIX = "makeroom: "
+
+
+class ConsoleFormatter(logging.Formatter):
+    """``makeroom: warning: relocation rolled back (pod=ns/a, reason=...)``: a log line a person reads,
+    for every command but ``run`` (which logs JSON). Under ``simulate``, ``compare`` and ``bench`` these
+    are the simulated controller's own warnings; its decisions are in the timeline too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in extra_fields(record).items())
+        text = f"{PREFIX}{record.levelname.lower()}: {record.getMessage()}"
+        return f"{text} ({fields})" if fields else text
+
+
+def setup_console_logging() -> None:
+    """Warnings and errors as readable lines on stderr, unless something (a test runner, ``run``'s
+    JSON logs) already handles them; without it Python prints a bare message with no fields."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = StderrHandler()
+    handler.setFormatter(ConsoleFormatter())
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
 
 
 class ExitStatus(IntEnum):
