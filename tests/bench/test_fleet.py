@@ -155,6 +155,21 @@ def test_the_command_prints_json_and_refuses_bad_options(trace: Path, tmp_path: 
     assert cli("bench", "fleet", "alibaba", trace).exit_code == 2
 
 
+def test_the_table_says_where_the_picture_and_the_json_went_and_the_data_does_not(
+    trace: Path, tmp_path: Path
+) -> None:
+    report, written = tmp_path / "fleet.html", tmp_path / "fleet.json"
+    args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "1", "--strategies", "none")
+    shown = cli(*args, "--report", report, "--write", written)
+    assert shown.exit_code == 0, shown.output
+    said = "".join(shown.stdout.split())  # a long path breaks anywhere at the terminal's width
+    assert f"report:{report}" in said and f"JSON:{written}" in said
+    data = cli(*args, "--report", report, "-o", "json")
+    assert data.exit_code == 0, data.output
+    assert "report:" not in data.stdout
+    assert json.loads(data.stdout)["seeds"] == [1]
+
+
 @pytest.mark.parametrize("strategy", [Strategy.EVICT, Strategy.MIGRATE])
 def test_quiet_ticks_change_nothing_while_pods_wait_or_makeroom_acts(strategy: Strategy) -> None:
     """The seed scenarios are busy from start to end: with ``quiet`` every tick is still taken."""

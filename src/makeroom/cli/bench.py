@@ -37,7 +37,16 @@ WriteOpt = Annotated[Path | None, typer.Option("--write", help="Also write the J
 FORMATS = (Output.TABLE, Output.JSON, Output.YAML)
 
 
-def emit(data: dict[str, Any], json_out: bool, output: str | None, write: Path | None, table: Table) -> None:
+def emit(
+    data: dict[str, Any],
+    json_out: bool,
+    output: str | None,
+    write: Path | None,
+    table: Table,
+    drawn: tuple[str, Path] | None = None,
+) -> None:
+    """The result as a table (and where the JSON and the picture, ``drawn`` as (its name, its path),
+    were written) or as data."""
     fmt, old_file = format_or_file(output, FORMATS, "--write")
     if json_out:
         if output not in (None, "", "json") and old_file is None:
@@ -52,6 +61,8 @@ def emit(data: dict[str, Any], json_out: bool, output: str | None, write: Path |
         print_table(console, table)
         if target is not None:
             console.print(f"JSON: {target}")
+        if drawn is not None and old_file is None:
+            console.print(f"{drawn[0]}: {drawn[1]}")
 
 
 @bench_app.command("sim")

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
-from makeroom.cli.common import console, guarded, usage_error
+from makeroom.cli.common import guarded, usage_error
 from makeroom.cli.progress import sim_progress
 
 
@@ -101,9 +101,7 @@ def bench_fgd(
             from makeroom.report.fgd import render
 
             render(data, picture)
-        emit(data, json_out, output, write, _table(data))
-        if picture is not None and not json_out and output in (None, "", "table"):
-            console.print(f"picture: {picture}")
+        emit(data, json_out, output, write, _table(data), None if picture is None else ("picture", picture))
 
     guarded(go)
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
-from makeroom.cli.common import console, guarded, usage_error
+from makeroom.cli.common import guarded, usage_error
 from makeroom.cli.progress import sim_progress
 from makeroom.report.units import duration
 
@@ -107,9 +107,7 @@ def bench_fleet(
             from makeroom.report.fleet import render
 
             render(data, report)
-        emit(data, json_out, output, write, _table(data))
-        if report is not None and not json_out and output in (None, "", "table"):
-            console.print(f"report: {report}")
+        emit(data, json_out, output, write, _table(data), None if report is None else ("report", report))
 
     guarded(go)
 
