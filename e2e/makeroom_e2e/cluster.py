@@ -25,6 +25,8 @@ from .procs import ComponentDiedError, Process, free_port, install_signal_handle
 
 GROUP_LABEL = "makeroom.io/group"
 E2E_LABEL = "makeroom.io/e2e"
+# The label makeroom's Helm chart puts on every object it renders (its templates/_helpers.tpl).
+CHART_SELECTOR = "app.kubernetes.io/name=makeroom"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # The harness's own (not makeroom's: makeroom must leave no makeroom.io/ key behind, and tests check it).
 PROVISION_DELAY_ANNOTATION = "e2e.makeroom.io/provision-delay"
@@ -249,6 +251,37 @@ class ControlPlane:
     def set_unschedulable(self, name: str, value: bool) -> None:
         self.core.patch_node(name, {"spec": {"unschedulable": value}})
 
+    def delete_chart_leftovers(self, timeout: float = 60.0) -> None:
+        """The cluster-scoped objects of makeroom's chart that a test stopped mid-install left behind.
+
+        Every test installs the chart afresh under the same release name; one PriorityClass or CRD left
+        by a test that died between its install and its cleanup would fail every later install on this
+        control plane with AlreadyExists, so the tests after it would fail for a reason not theirs.
+        """
+        k = _kube_client()
+        sel = CHART_SELECTOR
+        rbac = k.client.RbacAuthorizationV1Api(self.api)
+        adm = k.client.AdmissionregistrationV1Api(self.api)
+        ext = k.client.ApiextensionsV1Api(self.api)
+        listed_and_deleted: list[tuple[Callable[..., Any], Callable[[str], Any]]] = [
+            (self.scheduling.list_priority_class, self.scheduling.delete_priority_class),
+            (rbac.list_cluster_role_binding, rbac.delete_cluster_role_binding),
+            (rbac.list_cluster_role, rbac.delete_cluster_role),
+            (adm.list_validating_admission_policy_binding, adm.delete_validating_admission_policy_binding),
+            (adm.list_validating_admission_policy, adm.delete_validating_admission_policy),
+            (ext.list_custom_resource_definition, ext.delete_custom_resource_definition),
+        ]
+        for listing, delete in listed_and_deleted:
+            for obj in listing(label_selector=sel).items:
+                with contextlib.suppress(k.client.ApiException):
+                    delete(obj.metadata.name)
+        # a CRD that is still terminating refuses the next install's create
+        self.wait_for(
+            lambda: not ext.list_custom_resource_definition(label_selector=sel).items,
+            timeout,
+            "makeroom's CRDs of an earlier install deleted",
+        )
+
     def delete_e2e_objects(self, timeout: float = 60.0) -> None:
         """Remove what scenarios and tests made (labelled makeroom.io/e2e): namespaces, nodes, classes.
 
@@ -280,6 +313,7 @@ class ControlPlane:
         for pc in self.scheduling.list_priority_class(label_selector=sel).items:
             with contextlib.suppress(k.client.ApiException):
                 self.scheduling.delete_priority_class(pc.metadata.name)
+        self.delete_chart_leftovers(timeout)
         for cm in ("kwok-provider-config", "kwok-provider-templates", PRIORITY_EXPANDER_CONFIGMAP):
             with contextlib.suppress(k.client.ApiException):
                 self.core.delete_namespaced_config_map(cm, "kube-system")

@@ -23,7 +23,7 @@ import yaml
 
 import makeroom.examples
 
-from .cluster import ControlPlane
+from .cluster import E2E_LABEL, ControlPlane
 from .procs import _die_with_parent
 from .scenario import LoadedScenario, read_scenario, template_labels
 from .tenancy import delete_cluster_scoped, is_hook, wait_established
@@ -120,9 +120,9 @@ def installed_chart(cp: ControlPlane, values: dict[str, Any] | None = None) -> I
     namespace = f"makeroom-{uuid.uuid4().hex[:6]}"
     release = "mr"
     objects = render_chart(release, namespace, values)
-    cp.core.create_namespace({"metadata": {"name": namespace}})
-    apply(cp, objects)
+    cp.core.create_namespace({"metadata": {"name": namespace, "labels": {E2E_LABEL: "true"}}})
     try:
+        apply(cp, objects)  # an apply that fails halfway has still made objects to delete
         yield Installed(cp, namespace, release, objects)
     finally:
         delete(cp, objects)

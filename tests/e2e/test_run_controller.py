@@ -232,3 +232,21 @@ def test_snapshot_then_plan_equals_plan_on_the_live_cluster(cp: ControlPlane, tm
         d.get("stats", {}).pop("plan_ms", None)
     assert from_file == live
     assert [p["node"] for p in live["placements"]] == ["gpu-0"] and len(live["moves"]) == 3
+
+
+def test_a_chart_install_stopped_halfway_does_not_fail_the_next_test(cp: ControlPlane) -> None:
+    """What a test killed inside its install leaves at cluster scope (the chart's PriorityClass, RBAC,
+    CRDs: they come first in helm's order) is cleaned before the next test, whose install would
+    otherwise fail with AlreadyExists, as sixteen tests once did after one such test on a worker."""
+    from kubernetes import utils  # type: ignore[import-untyped,unused-ignore]
+
+    objects = render_chart("mr", "makeroom")
+    kinds = {"PriorityClass", "ClusterRole", "CustomResourceDefinition"}
+    stranded = [o for o in objects if o["kind"] in kinds]
+    assert {o["kind"] for o in stranded} == kinds
+    for obj in stranded:
+        utils.create_from_dict(cp.api, obj)  # type: ignore[no-untyped-call,unused-ignore]
+    cp.delete_e2e_objects()  # what the cp fixture does between two tests
+    with installed_chart(cp) as inst:
+        names = {(o["kind"], o["metadata"]["name"]) for o in inst.objects}
+        assert {(o["kind"], o["metadata"]["name"]) for o in stranded} <= names
