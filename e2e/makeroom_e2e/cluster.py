@@ -251,6 +251,14 @@ class ControlPlane:
     def set_unschedulable(self, name: str, value: bool) -> None:
         self.core.patch_node(name, {"spec": {"unschedulable": value}})
 
+    def reset_between_tests(self) -> None:
+        """What one test may leave that the next must not meet: the autoscaler's settings, what
+        scenarios made, and the chart's cluster-scoped objects (which no test deletes mid-test, for a
+        test loads its scenarios with the chart installed)."""
+        self.configure_autoscaler(None)
+        self.delete_e2e_objects()
+        self.delete_chart_leftovers()
+
     def delete_chart_leftovers(self, timeout: float = 60.0) -> None:
         """The cluster-scoped objects of makeroom's chart that a test stopped mid-install left behind.
 
@@ -313,7 +321,6 @@ class ControlPlane:
         for pc in self.scheduling.list_priority_class(label_selector=sel).items:
             with contextlib.suppress(k.client.ApiException):
                 self.scheduling.delete_priority_class(pc.metadata.name)
-        self.delete_chart_leftovers(timeout)
         for cm in ("kwok-provider-config", "kwok-provider-templates", PRIORITY_EXPANDER_CONFIGMAP):
             with contextlib.suppress(k.client.ApiException):
                 self.core.delete_namespaced_config_map(cm, "kube-system")

@@ -23,7 +23,7 @@ import yaml
 
 import makeroom.examples
 
-from .cluster import E2E_LABEL, ControlPlane
+from .cluster import ControlPlane
 from .procs import _die_with_parent
 from .scenario import LoadedScenario, read_scenario, template_labels
 from .tenancy import delete_cluster_scoped, is_hook, wait_established
@@ -120,7 +120,7 @@ def installed_chart(cp: ControlPlane, values: dict[str, Any] | None = None) -> I
     namespace = f"makeroom-{uuid.uuid4().hex[:6]}"
     release = "mr"
     objects = render_chart(release, namespace, values)
-    cp.core.create_namespace({"metadata": {"name": namespace, "labels": {E2E_LABEL: "true"}}})
+    cp.core.create_namespace({"metadata": {"name": namespace}})  # not E2E_LABEL: scenarios loaded reset those
     try:
         apply(cp, objects)  # an apply that fails halfway has still made objects to delete
         yield Installed(cp, namespace, release, objects)

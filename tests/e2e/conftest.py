@@ -67,8 +67,6 @@ def control_plane() -> Iterator[ControlPlane]:
 def cp(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """The session's control plane, cleaned of the previous test's objects, and cleaned after."""
     control_plane.check_alive()
-    control_plane.configure_autoscaler(None)
-    control_plane.delete_e2e_objects()
+    control_plane.reset_between_tests()
     yield control_plane
-    control_plane.configure_autoscaler(None)
-    control_plane.delete_e2e_objects()
+    control_plane.reset_between_tests()

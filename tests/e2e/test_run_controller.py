@@ -246,7 +246,7 @@ def test_a_chart_install_stopped_halfway_does_not_fail_the_next_test(cp: Control
     assert {o["kind"] for o in stranded} == kinds
     for obj in stranded:
         utils.create_from_dict(cp.api, obj)  # type: ignore[no-untyped-call,unused-ignore]
-    cp.delete_e2e_objects()  # what the cp fixture does between two tests
+    cp.reset_between_tests()  # what the cp fixture does between two tests
     with installed_chart(cp) as inst:
         names = {(o["kind"], o["metadata"]["name"]) for o in inst.objects}
         assert {(o["kind"], o["metadata"]["name"]) for o in stranded} <= names
