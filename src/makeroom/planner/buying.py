@@ -21,6 +21,7 @@ rules the new node out (docs/controller.md, "Moved replicas and the autoscaler's
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -101,15 +102,30 @@ def rivals(
     foreseeable, and ``would_buy`` follows it."""
     if view.state.autoscaler is AutoscalerKind.KARPENTER:
         return []
-    r = view.state.requests_of(spec)
     mine = expander_rank(view, spec, group, expander)
-    return [
-        h
-        for h in avoid
-        if view.admits(spec, h)
-        and np.all(view.template(h) >= r)
-        and not (mine and mine < expander_rank(view, spec, h, expander))
-    ]
+    # Without a foreseeable rank (least-waste, random) they do not depend on ``group``; consolidation
+    # asks for every cheaper group of every pod of every node it tries, on a trace's 27 groups.
+    key = (spec, group if mine else "", tuple(avoid), expander)
+    memo = _RIVALS.setdefault(view, {})
+    found = memo.get(key)
+    if found is None:
+        r = view.state.requests_of(spec)
+        found = [
+            h
+            for h in avoid
+            if view.admits(spec, h)
+            and bool((view.template(h) >= r).all())
+            and not (mine and mine < expander_rank(view, spec, h, expander))
+        ]
+        memo[key] = found
+    return found
+
+
+_RIVALS: weakref.WeakKeyDictionary[
+    ClusterView, dict[tuple[PodSpec, str, tuple[str, ...], Expander], list[str]]
+]
+_RIVALS = weakref.WeakKeyDictionary()
+"""``rivals`` known per view: a view is of one moment of the cluster, so they hold as long as it does."""
 
 
 def expander_rank(view: ClusterView, spec: PodSpec, group: str, expander: Expander) -> tuple[float, ...]:

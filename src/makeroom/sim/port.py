@@ -55,8 +55,8 @@ class SimCluster:
         return self.world.state
 
     def namespaces(self) -> NamespaceLabels:
-        names = {w.namespace for w in self.world.workloads.values()} | {"default"}
-        return {n: {NAME_LABEL: n} for n in sorted(names)}
+        # kept by the world as workloads are deployed: a trace's thousands of them are not scanned each tick
+        return {n: {NAME_LABEL: n} for n in sorted(self.world.namespaces)}
 
     def deployment_of(self, pod: str) -> str | None:
         """Every simulated workload is a Deployment: a pod's is the one that made it."""

@@ -46,6 +46,7 @@ class World:
         self.state = ClusterState(groups, workloads, extra_resources, autoscaler=autoscaler)
         self.workloads = self.state.workloads  # one dict: what the controller reads is what runs
         self.workloads.clear()
+        self.namespaces: set[str] = {"default"}  # of the workloads deployed: they are never deleted
         self.pods_of: dict[str, dict[str, Pod]] = {}
         self.pending: dict[str, Pod] = {}
         self._pod_numbers: dict[str, int] = {}
@@ -303,6 +304,7 @@ class World:
     # --- workloads ---------------------------------------------------------------------------
     def deploy(self, w: Workload, announce: bool = True) -> None:
         self.workloads[w.name] = w
+        self.namespaces.add(w.namespace)
         self.pods_of.setdefault(w.name, {})
         self.rec.workloads[w.name] = WorkloadTrack(
             w.spec.priority, w.replicas, raised_at=self.now, last_t=self.now
