@@ -271,3 +271,64 @@ def test_keeping_fruitless_consolidation_searches_changes_nothing(
     full = ticks_and_result(trace, strategy, monkeypatch)
     assert kept == full
     assert searches["count"] > kept_searches  # the key did keep some
+
+
+def test_results_split_by_seed_merge_into_what_one_run_gives(trace: Path) -> None:
+    from makeroom.bench.fleet import merge
+
+    demand = dlrm_demand(trace, 1.0)
+    chosen = [c for c in BASE if c.name in ("none", "evict")]
+    timing = {"wall_s", "events_per_s"}
+    whole = Fleet(demand, [1, 2, 3]).run_all(chosen)
+    merged = merge([Fleet(demand, [3]).run_all(chosen), Fleet(demand, [1, 2]).run_all(chosen)])
+    assert merged["seeds"] == [1, 2, 3] and merged["merged_from"] == 2
+    untimed = [
+        {
+            name: [{k: v for k, v in r.items() if k not in timing} for r in rs]
+            for name, rs in d["runs"].items()
+        }
+        for d in (whole, merged)
+    ]
+    assert untimed[0] == untimed[1]  # the same runs, in seed order
+    for name, summary in whole["contenders"].items():
+        for key in ("gpu_wait_p99_s", "cost", "evictions", "needless_nodes"):
+            assert merged["contenders"][name][key] == summary[key], (name, key)
+    with pytest.raises(ValueError, match="evict seed 3 is in more than one result"):
+        merge([merged, Fleet(demand, [3]).run_all(chosen[1:])])
+    with pytest.raises(ValueError, match="results differ in scenario"):  # another --scale
+        merge([merged, Fleet(dlrm_demand(trace, 0.5), [4]).run_all(chosen)])
+    forged = Fleet(demand, [4]).run_all(chosen)
+    forged["runs"]["none"][0]["demand"] = "another trace file under the same name"
+    with pytest.raises(ValueError, match="different demands"):
+        merge([merged, forged])
+
+
+def test_the_merge_command_writes_one_result_and_refuses_what_does_not_fit(
+    trace: Path, tmp_path: Path
+) -> None:
+    parts = []
+    for first in ("1", "2"):
+        part = tmp_path / f"part-{first}.json"
+        args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "1", "--first-seed", first)
+        assert cli(*args, "--strategies", "none", "--write", part, "-o", "json").exit_code == 0
+        parts.append(part)
+    report = tmp_path / "merged.html"
+    out = tmp_path / "merged.json"
+    done = cli("bench", "fleet-merge", *parts, "--write", out, "--report", report)
+    assert done.exit_code == 0, done.output
+    assert json.loads(out.read_text())["seeds"] == [1, 2]
+    assert "<svg" in report.read_text()
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"benchmark": "sim"}))
+    for bad, says in (
+        ((parts[0], parts[0]), "none seed 1 is in more than one result"),
+        ((parts[0], garbage), "garbage.json: expected the JSON"),
+        ((parts[0], other), "other.json: /benchmark: expected a result of makeroom bench fleet"),
+        ((parts[0], tmp_path / "missing.json"), "missing.json: cannot be read"),
+    ):
+        refused = cli("bench", "fleet-merge", *bad, "--write", tmp_path / "never.json")
+        assert refused.exit_code == 2, refused.output
+        assert says in refused.output and "Traceback" not in refused.output
+        assert not (tmp_path / "never.json").exists()

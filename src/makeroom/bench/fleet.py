@@ -330,6 +330,55 @@ class Fleet:
         }
 
 
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Results of one demand (one trace, scale and hours) over other seeds or strategies as one, the
+    intervals computed again over every seed: runs split across processes, machines or days. A run
+    (a strategy's seed) may come from one result only. Raises ValueError when they do not fit."""
+    if not results:
+        raise ValueError("no result to merge")
+    first = results[0]
+    for n, other in enumerate(results):
+        if other.get("benchmark") != "fleet":
+            raise ValueError(f"result {n + 1} is not of makeroom bench fleet")
+        for key in ("trace", "scenario", "duration_s"):
+            if other[key] != first[key]:
+                raise ValueError(f"results differ in {key}: {first[key]!r} and {other[key]!r}")
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for name, rs in result["runs"].items():
+            runs.setdefault(name, []).extend(rs)
+    demands = {r["demand"] for rs in runs.values() for r in rs}
+    if len(demands) > 1:  # another --scale or --hours, or another trace file under the same name
+        raise ValueError(f"the runs replayed {len(demands)} different demands (fingerprints differ)")
+    for name, rs in runs.items():
+        seeds = [int(r["seed"]) for r in rs]
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        if twice:
+            raise ValueError(f"{name} seed {twice[0]} is in more than one result")
+        rs.sort(key=lambda r: int(r["seed"]))
+    order = [c.name for c in BASE]
+    names = sorted(runs, key=lambda n: (order.index(n) if n in order else len(order), n))
+    # a part's balloon was sized on that part's seeds: kept where no other part sized it otherwise
+    sized = [(k, v) for r in results for k, v in r["balloon_sizing"].items()]
+    sizing = {k: v for k, v in sized if all(w == v for j, w in sized if j == k)}
+    return {
+        "benchmark": "fleet",
+        "machine": first["machine"],
+        "wall_s": round(sum(r["wall_s"] for rs in runs.values() for r in rs), 1),
+        "elapsed_s": round(sum(float(r.get("elapsed_s", r["wall_s"])) for r in results), 1),
+        "jobs": max(int(r.get("jobs", 1)) for r in results),
+        "trace": first["trace"],
+        "scenario": first["scenario"],
+        "duration_s": first["duration_s"],
+        "seeds": sorted({int(r["seed"]) for rs in runs.values() for r in rs}),
+        "same_demand": True,
+        "balloon_sizing": sizing,
+        "contenders": {name: summarize(runs[name]) for name in names},
+        "runs": {name: runs[name] for name in names},
+        "merged_from": len(results),
+    }
+
+
 def _run_in_worker(fleet: Fleet, task: tuple[Contender, int]) -> dict[str, Any]:
     contender, seed = task
     return run_one(fleet.scenario(contender.balloon_nodes), fleet.demand, contender, seed, None)

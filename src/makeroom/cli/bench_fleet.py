@@ -135,3 +135,48 @@ def _table(data: dict[str, Any]) -> Table:
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
+
+
+@bench_app.command("fleet-merge")
+def bench_fleet_merge(
+    results: Annotated[
+        list[Path], typer.Argument(help="JSON results of makeroom bench fleet (--write) to merge.")
+    ],
+    report: Annotated[Path | None, typer.Option("--report", help="An .html page or a .png picture.")] = None,
+    output: OutOpt = None,
+    json_out: JsonOpt = False,
+    write: WriteOpt = None,
+) -> None:
+    """Results of makeroom bench fleet over the same demand (trace, --scale, --hours) but other seeds
+    or strategies, as one result with the intervals over all the seeds: for runs split over
+    processes (--first-seed), machines or days. A strategy's seed may be in one of them only."""
+    import json
+
+    from makeroom.bench.fleet import merge
+
+    parts = []
+    for path in results:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            usage_error(f"{path}: cannot be read: {exc.strerror or exc}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            usage_error(f"{path}: expected the JSON that makeroom bench fleet --write writes: {exc}")
+        if not isinstance(data, dict) or data.get("benchmark") != "fleet" or "runs" not in data:
+            usage_error(f"{path}: /benchmark: expected a result of makeroom bench fleet")
+        parts.append(data)
+    try:
+        merged = merge(parts)
+    except KeyError as exc:
+        usage_error(f"{', '.join(map(str, results))}: expected {exc} in every result and run")
+    except (ValueError, TypeError) as exc:
+        usage_error(f"{', '.join(map(str, results))}: cannot be merged: {exc}")
+
+    def go() -> None:
+        if report is not None:
+            from makeroom.report.fleet import render
+
+            render(merged, report)
+        emit(merged, json_out, output, write, _table(merged), None if report is None else ("report", report))
+
+    guarded(go)
