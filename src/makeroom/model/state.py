@@ -77,6 +77,9 @@ class ClusterState:
         # Keyed by id(): specs are shared by a workload's replicas and hashing a frozen spec on every
         # lookup dominated the simulator's profile. The spec is kept in the value so its id stays unique.
         self._req_cache: dict[int, tuple[PodSpec, Vector]] = {}
+        # whether a group's new node takes a spec by its labels, taints and size (ClusterView.admits):
+        # the groups do not change, so it holds for every view of this state (keyed by the width)
+        self.group_fit: dict[tuple[int, str, int], tuple[PodSpec, bool]] = {}
         self._mask_cache: dict[int, tuple[PodSpec, Mask]] = {}
         self._nominated_count = 0
         # For the filters that look at other pods (model.scheduling): bound pods by label key and value,

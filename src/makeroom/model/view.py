@@ -325,18 +325,26 @@ class ClusterView:
         key = (spec, group)
         ok = self._admits.get(key)
         if ok is None:
-            state = self.state
-            g = state.groups[group]
-            if state.autoscaler is AutoscalerKind.KARPENTER:  # a pool: any of its types
-                ok = all(r in state.index.names for r in spec.requests) and pool_takes(g, spec)
-            else:
-                ok = (
-                    all(r in state.index.names for r in spec.requests)
-                    and label_fit(spec, g.node_labels(), g.taints) is None
-                    and bool(np.all(self.template(group) >= state.requests_of(spec)))
-                )
-            ok = ok and self.fresh_takes(spec, group)
+            ok = self._group_fit(spec, group) and self.fresh_takes(spec, group)
             self._admits[key] = ok
+        return ok
+
+    def _group_fit(self, spec: PodSpec, group: str) -> bool:
+        state = self.state
+        key = (id(spec), group, len(state.index.names))  # a resource seen later widens the vectors
+        hit = state.group_fit.get(key)
+        if hit is not None:
+            return hit[1]
+        g = state.groups[group]
+        if state.autoscaler is AutoscalerKind.KARPENTER:  # a pool: any of its types
+            ok = all(r in state.index.names for r in spec.requests) and pool_takes(g, spec)
+        else:
+            ok = (
+                all(r in state.index.names for r in spec.requests)
+                and label_fit(spec, g.node_labels(), g.taints) is None
+                and bool((self.template(group) >= state.requests_of(spec)).all())
+            )
+        state.group_fit[key] = (spec, ok)  # the spec held: its id is not reused while the entry lives
         return ok
 
     def groups_for(self, spec: PodSpec) -> list[str]:
