@@ -384,3 +384,27 @@ def test_every_rendered_object_is_valid_for_the_api_server(cp: ControlPlane, tmp
     finally:
         with contextlib.suppress(Exception):
             cp.core.delete_namespace(namespace, grace_period_seconds=0)
+
+
+def test_a_scope_namespace_that_does_not_exist_is_named_before_anything_is_made(
+    cp: ControlPlane, tmp_path: Path
+) -> None:
+    """A RoleBinding in a namespace that is not there made `helm install` fail halfway with a bare 404:
+    on a live cluster the chart now says which namespace, and that it must exist first."""
+    there = f"team-{uuid.uuid4().hex[:6]}"
+    cp.core.create_namespace({"metadata": {"name": there, "labels": {E2E_LABEL: "true"}}})
+    values = tmp_path / "values.yaml"
+    for scope, missing in (
+        ({"roomFor": {"namespaces": [there, "no-such-team"]}}, "no-such-team"),
+        ({"move": {"namespaces": ["nor-this-one"]}}, "nor-this-one"),
+    ):
+        values.write_text(yaml.safe_dump({**E2E_VALUES, "scope": scope}))
+        namespace = f"makeroom-{uuid.uuid4().hex[:6]}"
+        r = helm(cp, "install", RELEASE, str(CHART), "-n", namespace, "--dry-run=server", "-f", str(values))
+        assert r.returncode != 0
+        assert f'namespace "{missing}" is named in controller.namespaces' in r.stderr, r.stderr
+        assert "create it first" in r.stderr
+    values.write_text(yaml.safe_dump({**E2E_VALUES, "scope": {"roomFor": {"namespaces": [there]}}}))
+    ok = helm(cp, "install", RELEASE, str(CHART), "-n", "default", "--dry-run=server", "-f", str(values))
+    assert ok.returncode == 0, ok.stderr
+    assert f"namespace: {there}" in ok.stdout  # its RoleBinding
