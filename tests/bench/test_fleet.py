@@ -293,8 +293,11 @@ def test_results_split_by_seed_merge_into_what_one_run_gives(trace: Path) -> Non
     for name, summary in whole["contenders"].items():
         for key in ("gpu_wait_p99_s", "cost", "evictions", "needless_nodes"):
             assert merged["contenders"][name][key] == summary[key], (name, key)
-    with pytest.raises(ValueError, match="evict seed 3 is in more than one result"):
-        merge([merged, Fleet(demand, [3]).run_all(chosen[1:])])
+    again = Fleet(demand, [3]).run_all(chosen[1:])  # the same run twice: kept once
+    assert merge([merged, again])["runs"]["evict"] == merged["runs"]["evict"]
+    again["runs"]["evict"][0]["evictions"] += 1
+    with pytest.raises(ValueError, match="evict seed 3 is in two results with other outcomes"):
+        merge([merged, again])
     with pytest.raises(ValueError, match="results differ in scenario"):  # another --scale
         merge([merged, Fleet(dlrm_demand(trace, 0.5), [4]).run_all(chosen)])
     forged = Fleet(demand, [4]).run_all(chosen)
@@ -320,10 +323,14 @@ def test_the_merge_command_writes_one_result_and_refuses_what_does_not_fit(
     assert "<svg" in report.read_text()
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
+    forged = tmp_path / "forged.json"
+    data = json.loads(parts[0].read_text())
+    data["runs"]["none"][0]["cost"] *= 2
+    forged.write_text(json.dumps(data))
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"benchmark": "sim"}))
     for bad, says in (
-        ((parts[0], parts[0]), "none seed 1 is in more than one result"),
+        ((parts[0], forged), "none seed 1 is in two results with other outcomes"),
         ((parts[0], garbage), "garbage.json: expected the JSON"),
         ((parts[0], other), "other.json: /benchmark: expected a result of makeroom bench fleet"),
         ((parts[0], tmp_path / "missing.json"), "missing.json: cannot be read"),

@@ -333,7 +333,8 @@ class Fleet:
 def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Results of one demand (one trace, scale and hours) over other seeds or strategies as one, the
     intervals computed again over every seed: runs split across processes, machines or days. A run
-    (a strategy's seed) may come from one result only. Raises ValueError when they do not fit."""
+    (a strategy's seed) in several results is kept once if they agree on it, as a deterministic
+    replay must. Raises ValueError when they do not fit."""
     if not results:
         raise ValueError("no result to merge")
     first = results[0]
@@ -343,19 +344,17 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for key in ("trace", "scenario", "duration_s"):
             if other[key] != first[key]:
                 raise ValueError(f"results differ in {key}: {first[key]!r} and {other[key]!r}")
-    runs: dict[str, list[dict[str, Any]]] = {}
+    by_seed: dict[str, dict[int, dict[str, Any]]] = {}
     for result in results:
         for name, rs in result["runs"].items():
-            runs.setdefault(name, []).extend(rs)
+            for run in rs:
+                seen = by_seed.setdefault(name, {}).setdefault(int(run["seed"]), run)
+                if _untimed(seen) != _untimed(run):  # a run is deterministic: the same twice, or a fault
+                    raise ValueError(f"{name} seed {run['seed']} is in two results with other outcomes")
+    runs = {name: [seeds[k] for k in sorted(seeds)] for name, seeds in by_seed.items()}
     demands = {r["demand"] for rs in runs.values() for r in rs}
     if len(demands) > 1:  # another --scale or --hours, or another trace file under the same name
         raise ValueError(f"the runs replayed {len(demands)} different demands (fingerprints differ)")
-    for name, rs in runs.items():
-        seeds = [int(r["seed"]) for r in rs]
-        twice = sorted({s for s in seeds if seeds.count(s) > 1})
-        if twice:
-            raise ValueError(f"{name} seed {twice[0]} is in more than one result")
-        rs.sort(key=lambda r: int(r["seed"]))
     order = [c.name for c in BASE]
     names = sorted(runs, key=lambda n: (order.index(n) if n in order else len(order), n))
     # a part's balloon was sized on that part's seeds: kept where no other part sized it otherwise
@@ -377,6 +376,10 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "runs": {name: runs[name] for name in names},
         "merged_from": len(results),
     }
+
+
+def _untimed(run: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in run.items() if k not in ("wall_s", "events_per_s")}
 
 
 def _run_in_worker(fleet: Fleet, task: tuple[Contender, int]) -> dict[str, Any]:

@@ -149,7 +149,8 @@ def bench_fleet_merge(
 ) -> None:
     """Results of makeroom bench fleet over the same demand (trace, --scale, --hours) but other seeds
     or strategies, as one result with the intervals over all the seeds: for runs split over
-    processes (--first-seed), machines or days. A strategy's seed may be in one of them only."""
+    processes (--first-seed), machines or days. A strategy's seed in two of them must have the same
+    outcome in both (it is kept once)."""
     import json
 
     from makeroom.bench.fleet import merge
