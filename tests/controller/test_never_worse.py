@@ -5,6 +5,7 @@ allow nothing now (tests/planner/test_budgets.py)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -198,3 +199,23 @@ def test_never_fewer_ready_replicas_than_none(strategy: Strategy, data: dict[str
     for name, w in made["workloads"].items():
         base = none["workloads"][name]
         assert w["ready_at_end"] >= base["ready_at_end"], (strategy, name, w, base, data)
+
+
+def test_a_pod_its_owner_deleted_mid_relocation_is_routine_and_a_stuck_one_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Roll-backs are logged for operators: one for a waiting pod its owner removed meanwhile (a
+    scale-down, a finished task; hundreds in a trace replay) is not a warning; one that gave up is."""
+
+    def scale_down(sim: Simulation) -> None:
+        sim.world.scale("text-generator", 0)
+
+    caplog.set_level(logging.INFO, logger="makeroom.controller")
+    _, _, made = run(seed_1(gpu_max=2), Strategy.EVICT, 70.0, scale_down)
+    assert made["workloads"]["text-generator"]["ready_at_end"] == 0
+    (gone,) = [r for r in caplog.records if r.getMessage() == "relocation rolled back"]
+    assert gone.levelno == logging.INFO and "is gone" in gone.__dict__["reason"]
+    caplog.clear()
+    run(seed_1(gpu_max=1), Strategy.MIGRATE, 70.0, drain_the_new_pods)
+    stuck = [r for r in caplog.records if r.getMessage() == "relocation rolled back"]
+    assert stuck and all(r.levelno == logging.WARNING for r in stuck)

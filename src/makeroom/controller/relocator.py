@@ -402,7 +402,10 @@ class Relocations:
         self.s.report.rolled_back.append(key.rpartition("/")[2])
         if pod is not None:
             self.s.event(ObjectKind.POD, key, Reason.ROLLED_BACK, f"rolled back: {why}")
-        log.warning("relocation rolled back", extra={"pod": key, "reason": why})
+        # A pod its owner deleted while room was made for it (a scale-down, a finished task) is routine;
+        # any other roll-back is something an operator looks into.
+        level = logging.INFO if pod is None and record is not None else logging.WARNING
+        log.log(level, "relocation rolled back", extra={"pod": key, "reason": why})
         if key in self.futile:
             self.s.report.futile.append(key)
             if pod is not None:
