@@ -310,24 +310,50 @@ class Fleet:
         return names.index(self.demand.gpu_group_names[0])
 
     def result(self, contenders: Sequence[Contender]) -> dict[str, Any]:
-        demands = {r["demand"] for runs in self.runs.values() for r in runs}
         from makeroom.bench.sim import machine
 
-        return {
-            "benchmark": "fleet",
-            "machine": machine(),
-            "wall_s": round(sum(r["wall_s"] for runs in self.runs.values() for r in runs), 1),
-            "elapsed_s": round(self._elapsed, 1),
-            "jobs": self.jobs,
-            "trace": self.demand.trace,
-            "scenario": self.demand.scenario["name"],
-            "duration_s": self.scenario(0).spec.duration,
-            "seeds": list(self.seeds),
-            "same_demand": len(demands) == 1,
-            "balloon_sizing": self.sizing,
-            "contenders": {name: summarize(runs) for name, runs in self.runs.items()},
-            "runs": self.runs,
-        }
+        return _result(
+            self.runs,
+            machine=machine(),
+            elapsed=self._elapsed,
+            jobs=self.jobs,
+            trace=self.demand.trace,
+            scenario=self.demand.scenario["name"],
+            duration=self.scenario(0).spec.duration,
+            seeds=list(self.seeds),
+            sizing=self.sizing,
+        )
+
+
+def _result(
+    runs: dict[str, list[dict[str, Any]]],
+    *,
+    machine: Any,
+    elapsed: float,
+    jobs: int,
+    trace: str,
+    scenario: str,
+    duration: float,
+    seeds: list[int],
+    sizing: dict[str, int | None],
+) -> dict[str, Any]:
+    """The JSON of ``bench fleet`` (and of ``fleet-merge``): its shape in one place."""
+    demands = {r["demand"] for rs in runs.values() for r in rs}
+    return {
+        "benchmark": "fleet",
+        "machine": machine,
+        "wall_s": round(sum(r["wall_s"] for rs in runs.values() for r in rs), 1),
+        "elapsed_s": round(elapsed, 1),
+        "jobs": jobs,
+        "trace": trace,
+        "scenario": scenario,
+        "duration_s": duration,
+        "seeds": seeds,
+        "same_demand": len(demands) == 1,
+        "balloon_sizing": sizing,
+        "contenders": {name: summarize(rs) for name, rs in runs.items()},
+        "runs": runs,
+    }
 
 
 def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -360,22 +386,18 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     # a part's balloon was sized on that part's seeds: kept where no other part sized it otherwise
     sized = [(k, v) for r in results for k, v in r["balloon_sizing"].items()]
     sizing = {k: v for k, v in sized if all(w == v for j, w in sized if j == k)}
-    return {
-        "benchmark": "fleet",
-        "machine": first["machine"],
-        "wall_s": round(sum(r["wall_s"] for rs in runs.values() for r in rs), 1),
-        "elapsed_s": round(sum(float(r.get("elapsed_s", r["wall_s"])) for r in results), 1),
-        "jobs": max(int(r.get("jobs", 1)) for r in results),
-        "trace": first["trace"],
-        "scenario": first["scenario"],
-        "duration_s": first["duration_s"],
-        "seeds": sorted({int(r["seed"]) for rs in runs.values() for r in rs}),
-        "same_demand": True,
-        "balloon_sizing": sizing,
-        "contenders": {name: summarize(runs[name]) for name in names},
-        "runs": {name: runs[name] for name in names},
-        "merged_from": len(results),
-    }
+    merged = _result(
+        {name: runs[name] for name in names},
+        machine=first["machine"],
+        elapsed=sum(float(r.get("elapsed_s", r["wall_s"])) for r in results),
+        jobs=max(int(r.get("jobs", 1)) for r in results),
+        trace=first["trace"],
+        scenario=first["scenario"],
+        duration=first["duration_s"],
+        seeds=sorted({int(r["seed"]) for rs in runs.values() for r in rs}),
+        sizing=sizing,
+    )
+    return {**merged, "merged_from": len(results)}
 
 
 def _untimed(run: dict[str, Any]) -> dict[str, Any]:

@@ -103,13 +103,20 @@ def bench_fleet(
                 jobs=available_cpus() if jobs is None else jobs,
             )
             data = fleet.run_all(chosen)
-        if report is not None:
-            from makeroom.report.fleet import render
-
-            render(data, report)
-        emit(data, json_out, output, write, _table(data), None if report is None else ("report", report))
+        _show(data, report, json_out, output, write)
 
     guarded(go)
+
+
+def _show(
+    data: dict[str, Any], report: Path | None, json_out: bool, output: str | None, write: Path | None
+) -> None:
+    """The picture if asked for, then the table or the data, as every fleet command ends."""
+    if report is not None:
+        from makeroom.report.fleet import render
+
+        render(data, report)
+    emit(data, json_out, output, write, _table(data), None if report is None else ("report", report))
 
 
 def _table(data: dict[str, Any]) -> Table:
@@ -173,11 +180,4 @@ def bench_fleet_merge(
     except (ValueError, TypeError) as exc:
         usage_error(f"{', '.join(map(str, results))}: cannot be merged: {exc}")
 
-    def go() -> None:
-        if report is not None:
-            from makeroom.report.fleet import render
-
-            render(merged, report)
-        emit(merged, json_out, output, write, _table(merged), None if report is None else ("report", report))
-
-    guarded(go)
+    guarded(lambda: _show(merged, report, json_out, output, write))
