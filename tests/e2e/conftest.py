@@ -33,13 +33,20 @@ def _disabled() -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """On a failure, attach the tail of each component's log to the report."""
+    """On a failure, attach the tail of each component's log to the report, and of each `makeroom run`
+    the test started (their logs are kept in its tmp_path): CI shows only the report."""
     outcome = yield
     rep = outcome.get_result()  # type: ignore[attr-defined]
-    plane = getattr(item, "funcargs", {}).get("control_plane") or getattr(item, "funcargs", {}).get("cp")
+    args = getattr(item, "funcargs", {})
+    plane = args.get("control_plane") or args.get("cp")
     if rep.failed and isinstance(plane, ControlPlane):
         for name in plane.processes:
             rep.sections.append((f"{name} log (tail)", plane.logs(name, 25)))
+    tmp = args.get("tmp_path")
+    if rep.failed and isinstance(tmp, Path):
+        for log in sorted(tmp.rglob("makeroom*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            rep.sections.append((f"{log.name} (tail)", "\n".join(lines[-40:])))
 
 
 @pytest.fixture(scope="session")
