@@ -339,3 +339,84 @@ def test_the_merge_command_writes_one_result_and_refuses_what_does_not_fit(
         assert refused.exit_code == 2, refused.output
         assert says in refused.output and "Traceback" not in refused.output
         assert not (tmp_path / "never.json").exists()
+
+
+def _seeds_of(path: Path) -> dict[str, list[int]]:
+    return {name: [r["seed"] for r in rs] for name, rs in json.loads(path.read_text())["runs"].items()}
+
+
+def test_a_stopped_command_keeps_its_finished_runs_and_resume_replays_only_the_others(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--write holds each run as it ends: Ctrl-C after three runs leaves them (exit 130, saying how to
+    go on), and --resume replays only the others, to the result one uninterrupted command gives."""
+    from makeroom.bench import fleet as fleet_module
+
+    args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--jobs", "1")
+    args += ("--strategies", "none,evict")
+    whole = tmp_path / "whole.json"
+    assert cli(*args, "--write", whole, "-o", "json").exit_code == 0
+    assert json.loads(whole.read_text())["complete"] is True
+
+    real_run, replayed = fleet_module.run_one, []
+
+    def stops_after_three(*a: Any, **kw: Any) -> dict[str, Any]:
+        if len(replayed) == 3:
+            raise KeyboardInterrupt
+        run = real_run(*a, **kw)
+        replayed.append((run["contender"], run["seed"]))
+        return run
+
+    monkeypatch.setattr(fleet_module, "run_one", stops_after_three)
+    out = tmp_path / "out.json"
+    stopped = cli(*args, "--write", out)
+    assert stopped.exit_code == 130, stopped.output
+    assert f"stopped after 3 finished runs; they are in {out}" in stopped.stderr
+    partial = json.loads(out.read_text())
+    assert partial["complete"] is False and _seeds_of(out) == {"none": [1, 2], "evict": [1]}
+
+    replayed.clear()
+    resumed = cli(*args, "--write", out, "--resume", "-o", "json")
+    assert resumed.exit_code == 0, resumed.output
+    assert replayed == [("evict", 2)]  # the one run not kept
+    untimed = [
+        {name: [_untimed(r) for r in rs] for name, rs in json.loads(p.read_text())["runs"].items()}
+        for p in (whole, out)
+    ]
+    assert untimed[0] == untimed[1]
+    assert json.loads(out.read_text())["complete"] is True
+
+
+def _untimed(run: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in run.items() if k not in ("wall_s", "events_per_s")}
+
+
+def test_resume_refuses_a_file_it_would_lose_runs_of_and_output_that_cannot_be_written(
+    trace: Path, tmp_path: Path
+) -> None:
+    base = ("bench", "fleet", "dlrm", trace, "--seeds", "1", "--jobs", "1", "--strategies", "none")
+    out = tmp_path / "out.json"
+    assert cli(*base, "--scale", "1", "--write", out, "-o", "json").exit_code == 0
+    before = out.read_text()
+    for extra, says in (
+        (("--scale", "0.5"), f"{out}: /scenario: expected"),  # another demand
+        (("--scale", "1", "--first-seed", "2"), f"{out}: /runs/none/0: none seed 1 is not a run of this"),
+    ):
+        refused = cli(*base, *extra, "--write", out, "--resume")
+        assert refused.exit_code == 2, refused.output
+        assert says in refused.stderr and "Traceback" not in refused.output
+        assert out.read_text() == before  # nothing lost
+    assert cli(*base, "--resume").exit_code == 2
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{")
+    refused = cli(*base, "--write", garbage, "--resume")
+    assert refused.exit_code == 2 and "garbage.json: expected the JSON" in refused.stderr
+    for target, says in (
+        (tmp_path / "missing" / "x.json", "expected an existing directory"),
+        (tmp_path, "expected a file name, found a directory"),
+    ):
+        refused = cli(*base, "--write", target)
+        assert refused.exit_code == 2, refused.output
+        assert refused.stderr.startswith(f"makeroom: {target}: ") and says in refused.stderr
+    refused = cli(*base, "--report", tmp_path / "fleet.svg")
+    assert refused.exit_code == 2 and "expected a file name ending in .png or .html" in refused.stderr

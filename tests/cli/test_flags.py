@@ -150,3 +150,15 @@ def test_bench_sim_hours_must_be_finite_and_at_most_a_year() -> None:
         result = cli("bench", "sim", "--hours", hours)
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith("makeroom: --hours: expected"), result.output
+
+
+@pytest.mark.parametrize("command", [("bench", "sim", "--quick"), ("bench", "plan", "--quick")])
+def test_a_bench_result_that_cannot_be_written_is_refused_before_the_runs(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    for how in (("--write",), ("-o",)):
+        target = tmp_path / "missing" / "bench.json"
+        result = cli(*command, *how, target)
+        assert result.exit_code == 2, result.output
+        assert f"makeroom: {target}: expected an existing directory" in result.stderr
+        assert "Traceback" not in result.output

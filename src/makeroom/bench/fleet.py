@@ -221,6 +221,9 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 Tracker = Callable[[str, float, str], Callable[[float], None]]  # label, horizon, unit: an update
 
 
+Checkpoint = Callable[[dict[str, Any]], None]  # the result so far, after each finished run
+
+
 @dataclass
 class Fleet:
     demand: Demand
@@ -228,6 +231,7 @@ class Fleet:
     track: Tracker | None = None
     balloon_nodes: Sequence[int] | None = None  # None: sized against makeroom's cost and p99
     jobs: int = 1  # processes; each run is one seed of one strategy, the same result on any number
+    checkpoint: Checkpoint | None = None
 
     def __post_init__(self) -> None:
         self.scenarios: dict[int, Scenario] = {}
@@ -235,6 +239,16 @@ class Fleet:
         self.sizing: dict[str, int | None] = {}
         self._executor: Executor | None = None
         self._elapsed = 0.0
+        self._started = time.perf_counter()
+        self._done: dict[tuple[str, int], dict[str, Any]] = {}
+        self._elapsed_before = 0.0
+        self._contenders: list[Contender] = []
+
+    def resume(self, runs: Sequence[dict[str, Any]], elapsed: float) -> None:
+        """Runs of an earlier command on this demand, stopped halfway (``to_resume``): a (strategy,
+        seed) among them is kept as it is instead of replayed (replays are deterministic)."""
+        self._done.update({(str(r["contender"]), int(r["seed"])): r for r in runs})
+        self._elapsed_before = elapsed
 
     def scenario(self, k: int) -> Scenario:
         if k not in self.scenarios:
@@ -246,28 +260,44 @@ class Fleet:
         return self.runs[contender.name]
 
     def _run(self, contenders: Sequence[Contender]) -> None:
+        self._contenders += [c for c in contenders if c not in self._contenders]
         tasks = [(c, seed) for c in contenders for seed in self.seeds]
+        for c, seed in tasks:
+            if (run := self._done.get((c.name, seed))) is not None:
+                self._finished(run)
+        todo = [(c, seed) for c, seed in tasks if (c.name, seed) not in self._done]
         if self._executor is None:
-            results = []
-            for c, seed in tasks:
+            for c, seed in todo:
                 scenario = self.scenario(c.balloon_nodes)
                 progress = (
                     self.track(f"{c.name} seed {seed}", scenario.spec.duration, "min") if self.track else None
                 )
-                results.append(run_one(scenario, self.demand, c, seed, progress))
-        else:
-            futures = [self._executor.submit(forked.call, _run_in_worker, task) for task in tasks]
-            label = f"{', '.join(c.name for c in contenders)}: {len(tasks)} runs on {self.jobs} processes"
-            done = self.track(label, len(tasks), " runs") if self.track else None
-            for n, _ in enumerate(as_completed(futures), 1):
+                self._finished(run_one(scenario, self.demand, c, seed, progress))
+        elif todo:
+            futures = [self._executor.submit(forked.call, _run_in_worker, task) for task in todo]
+            label = f"{', '.join(c.name for c in contenders)}: {len(todo)} runs on {self.jobs} processes"
+            done = self.track(label, len(todo), " runs") if self.track else None
+            for n, future in enumerate(as_completed(futures), 1):
+                self._finished(future.result())
                 if done is not None:
                     done(n)
-            results = [f.result() for f in futures]
-        for c in contenders:
-            self.runs[c.name] = [r for r in results if r["contender"] == c.name]
+        # the strategies in the order asked for, whatever order their runs ended in
+        self.runs = {c.name: self.runs[c.name] for c in self._contenders if c.name in self.runs}
+
+    def _finished(self, run: dict[str, Any]) -> None:
+        """A run is kept, and the result so far handed to the checkpoint: a long command stopped
+        halfway loses only the runs under way."""
+        runs = self.runs.setdefault(str(run["contender"]), [])
+        if all(int(r["seed"]) != int(run["seed"]) for r in runs):
+            runs.append(run)
+            runs.sort(key=lambda r: int(r["seed"]))
+        self._done[(str(run["contender"]), int(run["seed"]))] = run
+        if self.checkpoint is not None:
+            self._elapsed = self._elapsed_before + time.perf_counter() - self._started
+            self.checkpoint({**self.result(), "complete": False})
 
     def run_all(self, contenders: Sequence[Contender]) -> dict[str, Any]:
-        start = time.perf_counter()
+        self._started = time.perf_counter()
         with forked.pool(self, self.jobs) as executor:
             self._executor = executor
             try:
@@ -275,8 +305,8 @@ class Fleet:
                 self._balloons(contenders)
             finally:
                 self._executor = None
-        self._elapsed = time.perf_counter() - start
-        return self.result(contenders)
+        self._elapsed = self._elapsed_before + time.perf_counter() - self._started
+        return {**self.result(), "complete": True}
 
     def _balloons(self, contenders: Sequence[Contender]) -> None:
         """Balloons of k GPU nodes: the k given, or the k whose cost is makeroom's (its dollars beyond
@@ -309,7 +339,7 @@ class Fleet:
         names = [g.name for g in self.scenario(0).spec.node_groups]
         return names.index(self.demand.gpu_group_names[0])
 
-    def result(self, contenders: Sequence[Contender]) -> dict[str, Any]:
+    def result(self) -> dict[str, Any]:
         from makeroom.bench.sim import machine
 
         return _result(
@@ -397,7 +427,36 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         seeds=sorted({int(r["seed"]) for rs in runs.values() for r in rs}),
         sizing=sizing,
     )
-    return {**merged, "merged_from": len(results)}
+    return {**merged, "complete": all(r.get("complete", True) for r in results), "merged_from": len(results)}
+
+
+def to_resume(
+    previous: dict[str, Any], fleet: Fleet, names: Sequence[str], balloons: bool
+) -> list[dict[str, Any]]:
+    """The runs of a stopped command's result (``--resume``) that this command keeps instead of
+    replaying: the result must be of this demand (trace, --scale, --hours), and hold no run this
+    command would not make (overwriting the file would lose it). Raises ValueError naming the key."""
+    mine = fleet.result()
+    for key in ("trace", "scenario", "duration_s"):
+        if previous.get(key) != mine[key]:
+            raise ValueError(
+                f"/{key}: expected {mine[key]!r} (this command's demand), got {previous.get(key)!r}"
+            )
+    runs = previous.get("runs")
+    if not isinstance(runs, dict):
+        raise ValueError("/runs: expected the runs of each strategy")
+    seeds = set(fleet.seeds)
+    kept = []
+    for name, rs in runs.items():
+        ours = name in names or (balloons and name.startswith(f"{BALLOON}-"))
+        for n, run in enumerate(rs):
+            if not ours or run.get("seed") not in seeds or run.get("contender") != name:
+                raise ValueError(
+                    f"/runs/{name}/{n}: {name} seed {run.get('seed')} is not a run of this command: "
+                    "merge the two with fleet-merge, or --write another file"
+                )
+            kept.append(run)
+    return kept
 
 
 def _untimed(run: dict[str, Any]) -> dict[str, Any]:

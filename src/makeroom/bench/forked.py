@@ -39,4 +39,13 @@ def pool(shared: object, jobs: int) -> Iterator[Executor | None]:
         return
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start, initargs=(shared,)) as executor:
-        yield executor
+        try:
+            yield executor
+        except BaseException:
+            # Ctrl-C (or a failed run): the runs not started are dropped and those under way stopped,
+            # or leaving the pool would wait for them all (a worker goes on to its next run when one
+            # is interrupted). The pool's workers are this process's only children.
+            executor.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.terminate()
+            raise

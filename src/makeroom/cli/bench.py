@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +9,15 @@ import typer
 from rich.table import Table
 
 from makeroom.cli.app import app
-from makeroom.cli.common import Output, console, format_or_file, guarded, usage_error
+from makeroom.cli.common import (
+    Output,
+    check_writable,
+    console,
+    format_or_file,
+    guarded,
+    usage_error,
+    write_json,
+)
 from makeroom.cli.common import emit as emit_data
 from makeroom.cli.fit import print_table
 from makeroom.cli.progress import sim_progress
@@ -37,6 +44,15 @@ WriteOpt = Annotated[Path | None, typer.Option("--write", help="Also write the J
 FORMATS = (Output.TABLE, Output.JSON, Output.YAML)
 
 
+def check_outputs(output: str | None, write: Path | None, picture: Path | None = None) -> None:
+    """Every file a bench command is to write, refused before its runs take their time if it cannot
+    be (exit 2): the JSON (--write, or -o's deprecated file name) and the picture (.png or .html)."""
+    check_writable(write)
+    if output not in (None, "") and output not in {o.value for o in Output}:
+        check_writable(Path(output))
+    check_writable(picture, (".png", ".html"), "a file name ending in .png or .html")
+
+
 def emit(
     data: dict[str, Any],
     json_out: bool,
@@ -54,7 +70,7 @@ def emit(
         fmt = Output.JSON
     target = write or old_file
     if target is not None:
-        target.write_text(json.dumps(data, indent=2) + "\n")
+        write_json(target, data)
     if fmt.data:
         emit_data(data, fmt)
     else:
@@ -88,6 +104,7 @@ def bench_sim(
         usage_error(f"--hours: {exc}")
 
     def go() -> None:
+        check_outputs(output, write)
         with sim_progress() as bar:
             data = run_sim_bench(bundled_scenarios(), nodes, pods, hours, bar.track)
         emit(data, json_out, output, write, sim_table(data))

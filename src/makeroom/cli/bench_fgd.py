@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
+from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, check_outputs, emit
 from makeroom.cli.common import guarded, usage_error
 from makeroom.cli.progress import sim_progress
 
@@ -86,6 +86,7 @@ def bench_fgd(
     chosen = _seeds(seeds)
 
     def go() -> None:
+        check_outputs(output, write, picture)
         workload = load(source, gpu_nodes_only)
         with sim_progress() as bar:
             data = bench(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
-from makeroom.cli.common import guarded, usage_error
+from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, check_outputs, emit
+from makeroom.cli.common import err_console, guarded, usage_error, write_json
 from makeroom.cli.progress import sim_progress
 from makeroom.report.units import duration
 
@@ -54,12 +55,27 @@ def bench_fleet(
     report: Annotated[Path | None, typer.Option("--report", help="An .html page or a .png picture.")] = None,
     output: OutOpt = None,
     json_out: JsonOpt = False,
-    write: WriteOpt = None,
+    write: Annotated[
+        Path | None,
+        typer.Option(
+            "--write",
+            help="Also write the JSON result to this file; it holds the runs finished so far while the "
+            "command runs.",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Keep the runs already in the --write file (of this command, stopped halfway) and "
+            "replay only the others.",
+        ),
+    ] = False,
 ) -> None:
     """GPU-pod waits (p50/p90/p99, share over 60 s, never placed), GPU use, cost and node-hours per
     group, scale-ups, needless nodes, evictions and the moved services' unavailable replica-seconds,
     per strategy, as means with 95% confidence intervals over the seeds (docs/benchmarks.md)."""
-    from makeroom.bench.fleet import BASE, Contender, Fleet
+    from makeroom.bench.fleet import BASE, Contender, Fleet, to_resume
     from makeroom.bench.fleet_demand import dlrm_demand, openb_demand
     from makeroom.bench.forked import available_cpus
     from makeroom.model import limits
@@ -89,7 +105,12 @@ def bench_fleet(
     except limits.InvalidValueError as exc:
         usage_error(f"--scale or --hours: {exc}")
 
+    if resume and write is None:
+        usage_error("--resume: expected --write FILE, the result of the command to resume")
+    previous = _read_result(write) if resume and write is not None and write.exists() else None
+
     def go() -> None:
+        check_outputs(output, write, report)
         with sim_progress() as bar:
             if trace == "dlrm":
                 demand = dlrm_demand(source, factor, hours)
@@ -101,8 +122,29 @@ def bench_fleet(
                 bar.track,
                 sizes,
                 jobs=available_cpus() if jobs is None else jobs,
+                checkpoint=None if write is None else lambda partial: write_json(write, partial),
             )
-            data = fleet.run_all(chosen)
+            if previous is not None:
+                assert write is not None
+                names = [c.name for c in chosen]
+                auto = sizes is None and {"evict", "preemption"} <= set(names)
+                try:
+                    kept = to_resume(previous, fleet, names, balloons=auto or bool(sizes))
+                except ValueError as exc:
+                    usage_error(f"{write}: {exc}")
+                fleet.resume(kept, float(previous.get("elapsed_s") or 0.0))
+            try:
+                data = fleet.run_all(chosen)
+            except KeyboardInterrupt:
+                finished = sum(map(len, fleet.runs.values()))
+                where = f"; they are in {write}: the same command with --resume runs the others"
+                err_console.print(
+                    f"makeroom: stopped after {finished} finished runs{where if write else ''}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                raise typer.Exit(130) from None
         _show(data, report, json_out, output, write)
 
     guarded(go)
@@ -158,21 +200,10 @@ def bench_fleet_merge(
     or strategies, as one result with the intervals over all the seeds: for runs split over
     processes (--first-seed), machines or days. A strategy's seed in two of them must have the same
     outcome in both (it is kept once)."""
-    import json
-
     from makeroom.bench.fleet import merge
 
-    parts = []
-    for path in results:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            usage_error(f"{path}: cannot be read: {exc.strerror or exc}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            usage_error(f"{path}: expected the JSON that makeroom bench fleet --write writes: {exc}")
-        if not isinstance(data, dict) or data.get("benchmark") != "fleet" or "runs" not in data:
-            usage_error(f"{path}: /benchmark: expected a result of makeroom bench fleet")
-        parts.append(data)
+    guarded(lambda: check_outputs(output, write, report))
+    parts = [_read_result(path) for path in results]
     try:
         merged = merge(parts)
     except KeyError as exc:
@@ -181,3 +212,16 @@ def bench_fleet_merge(
         usage_error(f"{', '.join(map(str, results))}: cannot be merged: {exc}")
 
     guarded(lambda: _show(merged, report, json_out, output, write))
+
+
+def _read_result(path: Path) -> dict[str, Any]:
+    """A result of makeroom bench fleet --write, or a clear refusal (exit 2)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        usage_error(f"{path}: cannot be read: {exc.strerror or exc}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        usage_error(f"{path}: expected the JSON that makeroom bench fleet --write writes: {exc}")
+    if not isinstance(data, dict) or data.get("benchmark") != "fleet" or "runs" not in data:
+        usage_error(f"{path}: /benchmark: expected a result of makeroom bench fleet")
+    return data

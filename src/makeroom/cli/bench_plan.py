@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, emit
+from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, check_outputs, emit
 from makeroom.cli.common import console, guarded
 
 
@@ -41,6 +41,7 @@ def bench_plan(
             console.print(f"measuring {label} ...", markup=False, highlight=False)
 
     def go() -> None:
+        check_outputs(output, write)
         data = run_plan_bench(progress, quick=quick, only=size)
         if not data["sizes"]:
             raise typer.BadParameter(f"no cluster size's name holds {size!r}", param_hint="--size")

@@ -16,7 +16,7 @@ import typer
 import yaml
 from rich.console import Console
 
-from makeroom.errors import InputError
+from makeroom.errors import InputError, Problem
 from makeroom.logfields import StderrHandler, extra_fields
 
 T = TypeVar("T")
@@ -103,6 +103,35 @@ def guarded(action: Callable[[], T]) -> T:
 
 def usage_error(message: str) -> NoReturn:
     fail([message])
+
+
+def check_writable(path: Path | None, suffixes: Sequence[str] = (), expected: str = "") -> None:
+    """Refuse an output that cannot be written before the work it is to hold takes its time (a
+    benchmark's hours, a simulation's minutes); ``suffixes``, when given, are the kinds of file the
+    command writes (``expected`` says them)."""
+    if path is None:
+        return
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise InputError(str(path), [Problem("", f"expected {expected}")])
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(str(path), [Problem("", f"expected an existing directory {parent}")])
+    if path.is_dir():
+        raise InputError(str(path), [Problem("", "expected a file name, found a directory")])
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(str(path), [Problem("", "cannot write here: permission denied")])
+
+
+def write_json(path: Path, data: Any) -> None:
+    """The JSON written whole or not at all (a command stopped while it writes leaves the file as it
+    was); a file system that refuses it is reported as input, exit 2."""
+    part = path.with_name(f".{path.name}.part")
+    try:
+        part.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        os.replace(part, path)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise InputError(str(path), [Problem("", f"cannot write: {exc.strerror or exc}")]) from None
 
 
 def say(text: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +14,7 @@ from makeroom.cli.common import (
     JsonOpt,
     Output,
     OutputOpt,
+    check_writable,
     console,
     emit,
     guarded,
@@ -56,17 +56,7 @@ ReportOpt = Annotated[
 
 def _check_report_path(path: Path | None) -> None:
     """Refuse a picture that cannot be written before the runs it shows take their time."""
-    if path is None:
-        return
-    if path.suffix.lower() not in (".png", ".svg", ".html", ".htm"):
-        raise InputError(str(path), [Problem("", "expected a report path ending in .png, .svg or .html")])
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(str(path), [Problem("", f"expected an existing directory {parent}")])
-    if path.is_dir():
-        raise InputError(str(path), [Problem("", "expected a file name, found a directory")])
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise InputError(str(path), [Problem("", "cannot write here: permission denied")])
+    check_writable(path, (".png", ".svg", ".html", ".htm"), "a report path ending in .png, .svg or .html")
 
 
 def _render(render: Callable[[], Path], path: Path) -> None:
