@@ -28,6 +28,7 @@ from makeroom.snapshot import (
     STATUS_CONFIGMAP,
     GroupConfig,
     Storage,
+    on_unknown_node,
     pod_from_object,
     state_from_objects,
     storage_from_objects,
@@ -403,9 +404,10 @@ class Cache:
                 if obj is not None
                 else None
             )
+            if new is not None and new.node is not None and new.node not in state.nodes:
+                skipped.append(Problem(f"pod {key}", on_unknown_node(new.node)))
+                new = None  # as a full build leaves it out; a Node that comes makes a full build
             if new is not None:
-                if new.node is not None and new.node not in state.nodes:
-                    raise _RebuildError(f"pod {key} on an unknown node")
                 if new.node is not None and any(v >= UNFIT for v in new.spec.requests.values()):
                     raise _RebuildError(f"pod {key} asks for more than any node holds")
                 if new.workload is not None and new.workload not in state.workloads:

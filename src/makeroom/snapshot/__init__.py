@@ -15,6 +15,7 @@ from makeroom.snapshot.groups import (
 )
 from makeroom.snapshot.objects import (
     UNGROUPED,
+    on_unknown_node,
     pod_from_object,
     selector_matches,
     state_from_objects,
@@ -39,6 +40,7 @@ __all__ = [
     "Storage",
     "group_of",
     "is_kube_dump",
+    "on_unknown_node",
     "parse_autoscaler_status",
     "parse_group_config",
     "pod_from_object",

@@ -634,6 +634,11 @@ def storage_from_objects(objects: Iterable[Mapping[str, Any]]) -> Storage:
     return b.storage
 
 
+def on_unknown_node(node: str) -> str:
+    """Why a live cluster's pod is left out of planning: the node it is bound to is not there."""
+    return f"bound to {node!r}, a node the cluster does not have (gone, or not seen yet): left out"
+
+
 def state_from_objects(
     objects: Iterable[Mapping[str, Any]],
     groups: GroupConfig | None = None,
@@ -865,6 +870,12 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
             continue
         seen_pods.add(pod.key)
         if pod.node is not None and pod.node not in state.nodes:
+            if b.skipped is not None:
+                # The cluster's own pods: one bound to a node that is gone (until the pod garbage
+                # collector deletes it) or not yet seen is left out. Any tenant may create a pod with
+                # any nodeName: it must not stop planning cluster-wide.
+                b.skipped.append(Problem(f"{info}.spec.nodeName", on_unknown_node(pod.node)))
+                continue
             problems.append(
                 Problem(f"{info}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
             )
