@@ -258,6 +258,19 @@ class ControlPlane:
         self.configure_autoscaler(None)
         self.delete_e2e_objects()
         self.delete_chart_leftovers()
+        self.delete_orphan_pods()
+
+    def delete_orphan_pods(self) -> None:
+        """Pods on nodes that are gone, in any namespace: with no kubelet to confirm their deletion
+        they wait for the pod garbage collector (a minute or more), and the next test would meet them."""
+        k = _kube_client()
+        nodes = {n.metadata.name for n in self.core.list_node().items}
+        for p in self.core.list_pod_for_all_namespaces().items:
+            if p.spec.node_name and p.spec.node_name not in nodes:
+                with contextlib.suppress(k.client.ApiException):
+                    self.core.delete_namespaced_pod(
+                        p.metadata.name, p.metadata.namespace, grace_period_seconds=0
+                    )
 
     def delete_chart_leftovers(self, timeout: float = 60.0) -> None:
         """The cluster-scoped objects of makeroom's chart that a test stopped mid-install left behind.

@@ -431,9 +431,25 @@ def test_a_stolen_token_is_worth_little(cp: ControlPlane) -> None:
     finally:
         for where in (ns, "kube-system"):
             with contextlib.suppress(client.ApiException):
-                cp.apps.delete_namespaced_deployment(f"web-{ns}", where)
+                cp.apps.delete_namespaced_deployment(f"web-{ns}", where, propagation_policy="Foreground")
             with contextlib.suppress(client.ApiException):
                 cp.core.delete_namespaced_pod(pod, where, grace_period_seconds=0)
+
+        def web_pods_gone() -> bool:
+            # No kubelet plays this node: its pods are removed by force, or they would outlive the
+            # test in kube-system (a Deployment there is no e2e object) on a node that is gone.
+            left = cp.core.list_namespaced_pod("kube-system", label_selector=f"app=web-{ns}").items
+            for p in left:
+                with contextlib.suppress(client.ApiException):
+                    cp.core.delete_namespaced_pod(p.metadata.name, "kube-system", grace_period_seconds=0)
+            return (
+                not left
+                and not cp.apps.list_namespaced_deployment(
+                    "kube-system", field_selector=f"metadata.name=web-{ns}"
+                ).items
+            )
+
+        cp.wait_for(web_pods_gone, 60, f"web-{ns} gone from kube-system")
         with contextlib.suppress(client.ApiException):
             cp.core.patch_node(node, {"metadata": {"finalizers": None, "ownerReferences": None}})
             cp.core.delete_node(node)
@@ -549,6 +565,10 @@ def test_a_tenant_cannot_steer_or_halt_makeroom(cp: ControlPlane, tmp_path: Path
         t_core.create_namespaced_pod(
             team_b, pod_body("marked", {"cpu": "10m"}, annotations={"makeroom.io/victim-of": victim})
         )
+        # A nodeName of no node (the API server takes it): once stopped planning cluster-wide.
+        t_core.create_namespaced_pod(
+            team_b, pod_body("squatter", {"cpu": "10m"}, spec={"nodeName": "nowhere"})
+        )
         t_apps.create_namespaced_deployment(
             team_b,
             {
@@ -648,6 +668,7 @@ def test_a_tenant_cannot_steer_or_halt_makeroom(cp: ControlPlane, tmp_path: Path
             ls.stop()
             mr.stop()
         assert not [d for d in mr.lines() if "403" in str(d.get("error", ""))], mr.tail()
+        assert not mr.messages("the cluster cannot be planned on"), mr.tail()  # the squatter is left out
         started = [d["pod"] for d in mr.messages("relocation started")]
         assert started == [f"{team_a}/{ls.workload_pods('text-generator')[0].metadata.name}"], started
         assert high_water.replicas[f"{team_a}/iris-classifier"] <= 13, high_water.replicas  # 10 + 3 victims
