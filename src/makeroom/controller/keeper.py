@@ -24,6 +24,7 @@ from makeroom.controller.steps import Retry, RetryKey, Steps
 from makeroom.controller.validate import Action, Live, RefusedError
 from makeroom.model import Node, OwnerKind, Pod, Resources, Taint, TaintEffect
 from makeroom.model.state import ClusterState
+from makeroom.model.view import ClusterView
 from makeroom.planner.keep_room import KeepPolicy, Kept, Wanted, default_targets, gpu_group, keep_room
 
 log = logging.getLogger("makeroom.controller")
@@ -100,8 +101,12 @@ class Keepers:
         )
         busy = bool(records.keepings)
         started: str | None = None
+        # One view of the cluster for every target (a fleet of GPU groups has a target each); a move
+        # or a taint changes the state, and the next target is counted on a fresh view.
+        view = ClusterView(state)
         for wanted in self.targets(state):
-            kept = keep_room(state, wanted, policy)
+            view = view if not view.stale else ClusterView(state)
+            kept = keep_room(state, wanted, policy, view)
             move = kept.move if not busy and started is None else None
             if move is not None and self.s.waiting(RetryKey.skipped_target(wanted.name), now):
                 move = None  # given up lately: left alone a cooldown
