@@ -352,13 +352,26 @@ def test_a_stopped_command_keeps_its_finished_runs_and_resume_replays_only_the_o
     go on), and --resume replays only the others, to the result one uninterrupted command gives."""
     from makeroom.bench import fleet as fleet_module
 
-    args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2", "--jobs", "1")
-    args += ("--strategies", "none,evict")
+    args = (
+        "bench",
+        "fleet",
+        "dlrm",
+        trace,
+        "--scale",
+        "1",
+        "--seeds",
+        "2",
+        "--jobs",
+        "1",
+        "--strategies",
+        "none,evict",
+    )
     whole = tmp_path / "whole.json"
     assert cli(*args, "--write", whole, "-o", "json").exit_code == 0
     assert json.loads(whole.read_text())["complete"] is True
 
-    real_run, replayed = fleet_module.run_one, []
+    real_run = fleet_module.run_one
+    replayed: list[tuple[str, int]] = []
 
     def stops_after_three(*a: Any, **kw: Any) -> dict[str, Any]:
         if len(replayed) == 3:
