@@ -405,7 +405,7 @@ class Cache:
                 else None
             )
             if new is not None and new.node is not None and new.node not in state.nodes:
-                skipped.append(Problem(f"pod {key}", on_unknown_node(new.node)))
+                skipped.append(Problem(f"Pod {key}.spec.nodeName", on_unknown_node(new.node)))
                 new = None  # as a full build leaves it out; a Node that comes makes a full build
             if new is not None:
                 if new.node is not None and any(v >= UNFIT for v in new.spec.requests.values()):

@@ -874,7 +874,7 @@ def _assemble(b: _Builder, groups: list[NodeGroup], source: str) -> ClusterState
                 # The cluster's own pods: one bound to a node that is gone (until the pod garbage
                 # collector deletes it) or not yet seen is left out. Any tenant may create a pod with
                 # any nodeName: it must not stop planning cluster-wide.
-                b.skipped.append(Problem(f"{info}.spec.nodeName", on_unknown_node(pod.node)))
+                b.skipped.append(Problem(f"Pod {pod.key}.spec.nodeName", on_unknown_node(pod.node)))
                 continue
             problems.append(
                 Problem(f"{info}.spec.nodeName", f"expected a node of the dump, got {pod.node!r}")
