@@ -4,6 +4,7 @@ owner references, the namespaces' labels, and `makeroom cleanup`, against the in
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -415,3 +416,24 @@ def test_headroom_s_records_are_resources_and_read_back() -> None:
     kc.delete_record(RecordKind.KEEPING, "gpu.workload-model")
     kc.delete_record(RecordKind.HEADROOM, "gpu.workload-model")
     assert kc.records().keepings == {} and kc.records().headroom == {}
+
+
+def test_plan_on_the_live_cluster_leaves_out_a_pod_on_a_node_that_is_gone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan --kubeconfig` converts the cluster as the controller's cache does: a pod on a node that
+    is gone is left out and said (a warning), not a refusal of the whole plan (exit 2)."""
+    import makeroom.cli.run as run_module
+
+    server = cluster_objects()
+    server.put(pod_path("orphan"), pod("orphan", "gone-node"))
+    monkeypatch.setattr(run_module, "connect_or_exit", lambda *_: (api_of(server), "the cluster"))
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("groups:\n  - {name: cpu, min: 1, max: 2}\n  - {name: gpu, min: 1, max: 1}\n")
+    state, _, origin, _ = run_module.live_state(tmp_path / "kubeconfig", None, groups)
+    assert f"{NS}/orphan" not in state.pods and f"{NS}/a" in state.pods
+    assert origin == "the cluster (2 nodes, 2 pods)"
+    err = capsys.readouterr().err
+    assert (
+        f"makeroom: warning: left out of the plan: the cluster: Pod {NS}/orphan.spec.nodeName: bound" in err
+    )

@@ -18,10 +18,11 @@ import typer
 import yaml
 
 from makeroom.cli.app import ClickError, app
-from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error
+from makeroom.cli.common import ExitStatus, Output, console, fail, format_or_file, guarded, usage_error, warn
 from makeroom.controller import RELOCATING, ConsolidationConfig, ControllerConfig, Strategy
 from makeroom.controller.config import HeadroomConfig, RoomTarget, duration_text, metadata_of
 from makeroom.controller.scope import DEFAULT_SELECTOR, Scope, SelectorError, Side
+from makeroom.errors import Problem
 from makeroom.kube.client import ConnectOptions
 from makeroom.kube.options import NominationMode, RunOptions, default_identity
 from makeroom.model import limits
@@ -577,7 +578,12 @@ def live_state(
         deployments = api.list_all("/apis/apps/v1/deployments", {"labelSelector": CONTROLLER_SELECTOR})
     except KubeError as exc:
         fail([f"makeroom: reading {where}: {exc}"], ExitStatus.FAILED)
-    state = state_from_objects(objects, _groups(groups), None, source=where)
+    # As the controller's cache: one broken object of the cluster (a pod on a node that is gone, a
+    # request the API server took but no node could hold) is left out and said, not the whole plan.
+    skipped: list[Problem] = []
+    state = state_from_objects(objects, _groups(groups), None, source=where, skipped=skipped)
+    for line in sorted({p.render(where) for p in skipped}):
+        warn(f"left out of the plan: {line}")
     origin = f"{where} ({len(state.nodes)} nodes, {len(state.pods)} pods)"
     return state, time.time(), origin, controller_of_deployments(deployments["items"])
 
