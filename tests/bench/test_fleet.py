@@ -433,3 +433,27 @@ def test_resume_refuses_a_file_it_would_lose_runs_of_and_output_that_cannot_be_w
         assert refused.stderr.startswith(f"makeroom: {target}: ") and says in refused.stderr
     refused = cli(*base, "--report", tmp_path / "fleet.svg")
     assert refused.exit_code == 2 and "expected a file name ending in .png or .html" in refused.stderr
+
+
+def test_resume_keeps_the_balloons_sized_by_the_same_command(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from makeroom.bench import fleet as fleet_module
+
+    args = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "1", "--jobs", "1", "--strategies")
+    out = tmp_path / "out.json"
+    assert cli(*args, "preemption,evict", "--write", out, "-o", "json").exit_code == 0
+    sized = _seeds_of(out)
+    assert any(name.startswith("balloon-") for name in sized), sized
+    replayed: list[str] = []
+    real_run = fleet_module.run_one
+
+    def counted(*a: Any, **kw: Any) -> dict[str, Any]:
+        replayed.append(a[2].name)
+        return real_run(*a, **kw)
+
+    monkeypatch.setattr(fleet_module, "run_one", counted)
+    assert cli(*args, "preemption,evict", "--write", out, "--resume", "-o", "json").exit_code == 0
+    assert replayed == [] and _seeds_of(out) == sized  # every run kept, the balloons' too
+    refused = cli(*args, "preemption", "--write", out, "--resume")  # makes neither evict nor balloons
+    assert refused.exit_code == 2 and "is not a run of this command" in refused.stderr

@@ -430,6 +430,12 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {**merged, "complete": all(r.get("complete", True) for r in results), "merged_from": len(results)}
 
 
+def makes_balloons(names: Sequence[str], sizes: Sequence[int] | None) -> bool:
+    """Whether a command of these strategies and ``--balloons`` sizes runs balloons: the sizes given,
+    or sized against makeroom's and preemption's runs (``Fleet._balloons``)."""
+    return bool(sizes) or (sizes is None and {MAKEROOM, Strategy.PREEMPTION.value} <= set(names))
+
+
 def to_resume(
     previous: dict[str, Any], fleet: Fleet, names: Sequence[str], balloons: bool
 ) -> list[dict[str, Any]]:

@@ -75,7 +75,7 @@ def bench_fleet(
     """GPU-pod waits (p50/p90/p99, share over 60 s, never placed), GPU use, cost and node-hours per
     group, scale-ups, needless nodes, evictions and the moved services' unavailable replica-seconds,
     per strategy, as means with 95% confidence intervals over the seeds (docs/benchmarks.md)."""
-    from makeroom.bench.fleet import BASE, Contender, Fleet, to_resume
+    from makeroom.bench.fleet import BASE, Contender, Fleet, makes_balloons, to_resume
     from makeroom.bench.fleet_demand import dlrm_demand, openb_demand
     from makeroom.bench.forked import available_cpus
     from makeroom.model import limits
@@ -127,9 +127,8 @@ def bench_fleet(
             if previous is not None:
                 assert write is not None
                 names = [c.name for c in chosen]
-                auto = sizes is None and {"evict", "preemption"} <= set(names)
                 try:
-                    kept = to_resume(previous, fleet, names, balloons=auto or bool(sizes))
+                    kept = to_resume(previous, fleet, names, balloons=makes_balloons(names, sizes))
                 except ValueError as exc:
                     usage_error(f"{write}: {exc}")
                 fleet.resume(kept, float(previous.get("elapsed_s") or 0.0))
