@@ -457,3 +457,38 @@ def test_resume_keeps_the_balloons_sized_by_the_same_command(
     assert replayed == [] and _seeds_of(out) == sized  # every run kept, the balloons' too
     refused = cli(*args, "preemption", "--write", out, "--resume")  # makes neither evict nor balloons
     assert refused.exit_code == 2 and "is not a run of this command" in refused.stderr
+
+
+def test_a_balloon_kept_in_part_is_finished_and_never_lost_by_a_second_stop(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command stopped during its balloons (balloon-1's seed 2 under way, balloon-2 done): what it
+    kept stays in the file through another stop, and --resume replays only the missing seed."""
+    from makeroom.bench import fleet as fleet_module
+
+    args: tuple[str | Path, ...] = ("bench", "fleet", "dlrm", trace, "--scale", "1", "--seeds", "2")
+    args = (*args, "--jobs", "1", "--strategies", "none", "--balloons", "1,2")
+    whole, out = tmp_path / "whole.json", tmp_path / "out.json"
+    assert cli(*args, "--write", whole, "-o", "json").exit_code == 0
+    data = json.loads(whole.read_text())
+    assert _seeds_of(whole) == {"none": [1, 2], "balloon-1": [1, 2], "balloon-2": [1, 2]}
+    data["runs"]["balloon-1"] = data["runs"]["balloon-1"][:1]
+    out.write_text(json.dumps({**data, "complete": False}))
+    real_run = fleet_module.run_one
+    replayed: list[tuple[str, int]] = []
+
+    def interrupted(*a: Any, **kw: Any) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fleet_module, "run_one", interrupted)
+    assert cli(*args, "--write", out, "--resume").exit_code == 130
+    assert _seeds_of(out) == {"none": [1, 2], "balloon-1": [1], "balloon-2": [1, 2]}
+
+    def counted(*a: Any, **kw: Any) -> dict[str, Any]:
+        replayed.append((a[2].name, a[3]))
+        return real_run(*a, **kw)
+
+    monkeypatch.setattr(fleet_module, "run_one", counted)
+    assert cli(*args, "--write", out, "--resume", "-o", "json").exit_code == 0
+    assert replayed == [("balloon-1", 2)]
+    assert _seeds_of(out) == _seeds_of(whole)

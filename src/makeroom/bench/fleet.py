@@ -235,14 +235,22 @@ class Fleet:
 
     def __post_init__(self) -> None:
         self.scenarios: dict[int, Scenario] = {}
-        self.runs: dict[str, list[dict[str, Any]]] = {}
         self.sizing: dict[str, int | None] = {}
         self._executor: Executor | None = None
         self._elapsed = 0.0
         self._started = time.perf_counter()
         self._done: dict[tuple[str, int], dict[str, Any]] = {}
+        """Every run kept, by (strategy, seed): this command's and those it resumed."""
         self._elapsed_before = 0.0
         self._contenders: list[Contender] = []
+
+    @property
+    def runs(self) -> dict[str, list[dict[str, Any]]]:
+        """The runs kept, by strategy (in the order run, then those only resumed), in seed order:
+        every checkpoint holds all of them, so a command stopped twice loses none it was given."""
+        order = {c.name: i for i, c in enumerate(self._contenders)}
+        names = sorted({name for name, _ in self._done}, key=lambda n: (order.get(n, len(order)), n))
+        return {n: [self._done[n, seed] for seed in self.seeds if (n, seed) in self._done] for n in names}
 
     def resume(self, runs: Sequence[dict[str, Any]], elapsed: float) -> None:
         """Runs of an earlier command on this demand, stopped halfway (``to_resume``): a (strategy,
@@ -261,11 +269,7 @@ class Fleet:
 
     def _run(self, contenders: Sequence[Contender]) -> None:
         self._contenders += [c for c in contenders if c not in self._contenders]
-        tasks = [(c, seed) for c in contenders for seed in self.seeds]
-        for c, seed in tasks:
-            if (run := self._done.get((c.name, seed))) is not None:
-                self._finished(run)
-        todo = [(c, seed) for c, seed in tasks if (c.name, seed) not in self._done]
+        todo = [(c, seed) for c in contenders for seed in self.seeds if (c.name, seed) not in self._done]
         if self._executor is None:
             for c, seed in todo:
                 scenario = self.scenario(c.balloon_nodes)
@@ -281,16 +285,10 @@ class Fleet:
                 self._finished(future.result())
                 if done is not None:
                     done(n)
-        # the strategies in the order asked for, whatever order their runs ended in
-        self.runs = {c.name: self.runs[c.name] for c in self._contenders if c.name in self.runs}
 
     def _finished(self, run: dict[str, Any]) -> None:
         """A run is kept, and the result so far handed to the checkpoint: a long command stopped
         halfway loses only the runs under way."""
-        runs = self.runs.setdefault(str(run["contender"]), [])
-        if all(int(r["seed"]) != int(run["seed"]) for r in runs):
-            runs.append(run)
-            runs.sort(key=lambda r: int(r["seed"]))
         self._done[(str(run["contender"]), int(run["seed"]))] = run
         if self.checkpoint is not None:
             self._elapsed = self._elapsed_before + time.perf_counter() - self._started
@@ -328,7 +326,7 @@ class Fleet:
         target = statistics.fmean(_p99(r) for r in ref)
         k = 1
         while k <= MAX_BALLOON_NODES:
-            runs = self.runs.get(f"balloon-{k}") or self.run(balloon(f"balloon-{k}", k))
+            runs = self.run(balloon(f"balloon-{k}", k))  # replays only the seeds not kept
             if statistics.fmean(_p99(r) for r in runs) <= target:
                 self.sizing["k_p99"] = k
                 return
