@@ -4,8 +4,15 @@ every strategy), the strategies' own rules, and the command's manners."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -492,3 +499,78 @@ def test_a_balloon_kept_in_part_is_finished_and_never_lost_by_a_second_stop(
     assert cli(*args, "--write", out, "--resume", "-o", "json").exit_code == 0
     assert replayed == [("balloon-1", 2)]
     assert _seeds_of(out) == _seeds_of(whole)
+
+
+def test_a_terminals_ctrl_c_stops_every_worker_and_says_how_to_go_on(trace: Path, tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, the pool's workers too. They leave it to
+    the command, which stops them and exits 130 with the runs kept (a worker that died of it broke the
+    pool: a traceback, and no word of --resume)."""
+    out = tmp_path / "out.json"
+    command = [sys.executable, "-m", "makeroom", "bench", "fleet", "dlrm", str(trace), "--scale", "1"]
+    command += ["--seeds", "1000", "--jobs", "2", "--strategies", "none", "--write", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    wait_for = _waiter(proc, out)
+    wait_for(1)
+    workers = [p for p in _group(proc.pid) if p != proc.pid]
+    assert len(workers) == 2 and proc.poll() is None, (workers, proc.poll())
+    for worker in workers:  # the signal reaches the workers first: they must not die of it
+        os.kill(worker, signal.SIGINT)
+    wait_for(_runs_kept(out) + 4)
+    assert proc.poll() is None, proc.communicate()[1].decode()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    stderr = err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and f"; they are in {out}" in stderr
+    assert json.loads(out.read_text())["complete"] is False
+    left = [p for p in _group(proc.pid) if p != proc.pid]
+    assert not left, f"workers left running: {left}"
+
+
+def test_a_worker_killed_from_outside_ends_the_command_with_its_runs(trace: Path, tmp_path: Path) -> None:
+    """A worker the kernel kills (out of memory) breaks the pool: one line that says so and how to go
+    on, exit 1, the finished runs in the file; no traceback."""
+    out = tmp_path / "out.json"
+    command = [sys.executable, "-m", "makeroom", "bench", "fleet", "dlrm", str(trace), "--scale", "1"]
+    command += ["--seeds", "1000", "--jobs", "2", "--strategies", "none", "--write", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    _waiter(proc, out)(1)
+    workers = [p for p in _group(proc.pid) if p != proc.pid]
+    assert workers and proc.poll() is None
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    stderr = err.decode()
+    assert proc.returncode == 1, stderr
+    assert "a worker process was killed (out of memory?); stopped after" in stderr, stderr
+    assert "Traceback" not in stderr and "--resume runs the others" in stderr
+    assert _runs_kept(out) >= 1 and json.loads(out.read_text())["complete"] is False
+    assert [p for p in _group(proc.pid) if p != proc.pid] == []
+
+
+def _runs_kept(out: Path) -> int:
+    return len(json.loads(out.read_text())["runs"]["none"]) if out.exists() else 0
+
+
+def _waiter(proc: subprocess.Popen[bytes], out: Path) -> Callable[[int], None]:
+    """Wait (two minutes at most) until ``out`` keeps that many runs, or the command ended."""
+
+    def wait_for(runs: int) -> None:
+        deadline = time.monotonic() + 120
+        while _runs_kept(out) < runs and proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a wait on the command, not a sleep
+                proc.wait(timeout=0.05)
+
+    return wait_for
+
+
+def _group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(stat.parent.name))
+    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -28,6 +29,9 @@ def call(fn: Callable[[Any, Any], Any], arg: Any) -> Any:
 
 def _start(shared: object) -> None:
     _worker["shared"] = shared
+    # A terminal's Ctrl-C reaches its whole process group: a worker that died of it would break the
+    # pool under the parent, which stops the workers itself (``pool``) and says how to go on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextmanager

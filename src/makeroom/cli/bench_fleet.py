@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,6 +14,9 @@ from makeroom.cli.bench import JsonOpt, OutOpt, WriteOpt, bench_app, check_outpu
 from makeroom.cli.common import err_console, guarded, usage_error, write_json
 from makeroom.cli.progress import sim_progress
 from makeroom.report.units import duration
+
+if TYPE_CHECKING:
+    from makeroom.bench.fleet import Fleet
 
 TRACES = ("dlrm", "openb")
 DEFAULT_SCALE = {"dlrm": 0.05, "openb": 0.02}
@@ -135,18 +139,27 @@ def bench_fleet(
             try:
                 data = fleet.run_all(chosen)
             except KeyboardInterrupt:
-                finished = sum(map(len, fleet.runs.values()))
-                where = f"; they are in {write}: the same command with --resume runs the others"
-                err_console.print(
-                    f"makeroom: stopped after {finished} finished runs{where if write else ''}",
-                    markup=False,
-                    highlight=False,
-                    soft_wrap=True,
-                )
+                _stopped(fleet, write, "stopped")
                 raise typer.Exit(130) from None
+            except BrokenProcessPool:
+                # A worker killed from outside (the kernel's OOM killer, a kill -9): no traceback, and
+                # the runs that finished are not lost.
+                _stopped(fleet, write, "a worker process was killed (out of memory?); stopped")
+                raise typer.Exit(1) from None
         _show(data, report, json_out, output, write)
 
     guarded(go)
+
+
+def _stopped(fleet: Fleet, write: Path | None, what: str) -> None:
+    finished = sum(map(len, fleet.runs.values()))
+    where = f"; they are in {write}: the same command with --resume runs the others"
+    err_console.print(
+        f"makeroom: {what} after {finished} finished runs{where if write else ''}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _show(
