@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from makeroom.controller import Controller, Strategy
+from makeroom.controller.records import KeptRoom
+from makeroom.controller.validate import Live
 from makeroom.scenario import load_scenario
 from makeroom.sim import Options, Simulation
 from makeroom.sim.port import SimCluster
@@ -31,3 +33,37 @@ def test_the_default_target_follows_a_new_gpu_workload_with_no_pod_yet() -> None
     assert [w.workload for w in controller.keepers.targets(state)] == ["urgent-model"] * len(first)
     del sim.world.workloads["urgent-model"]
     assert controller.keepers.targets(state) == first
+
+
+def test_a_target_no_longer_kept_leaves_the_store_once_its_moves_no_longer_count() -> None:
+    """A default target follows the top GPU workload: the record of one no longer kept goes (the store
+    would grow with every target there ever was), but not while its moves count against the hourly
+    limit, which a new leader reads from it; and all of them once the keeper no longer runs."""
+    scenario = load_scenario(example("headroom-seed-5"))
+    sim = Simulation(scenario, Options(strategy=Strategy.HEADROOM))
+    port = SimCluster(sim.world)
+    config = scenario.spec.controller_config(Strategy.HEADROOM)
+    config = dataclasses.replace(config, headroom=dataclasses.replace(config.headroom, targets=()))
+    controller = Controller(port, port, config)
+    state, now = sim.world.state, sim.world.now
+    for name, moved in (("gpu.deleted-model", []), ("gpu.replaced-model", [(now - 60.0, "api")])):
+        port.save_record(
+            KeptRoom(target=name, group="gpu", whom=name, wanted=1, free=1, state="kept", moved=moved)
+        )
+
+    def keep(at: float) -> None:
+        records = port.records()
+        live = Live(state, port.namespaces(), at, records)
+        controller.steps.validator.see(live)
+        controller.keepers.keep(live, records)
+
+    keep(now)
+    assert set(port.records().headroom) == {"gpu.text-model", "gpu.replaced-model"}
+
+    later = now + 3600.0
+    controller.keepers.collect_orphans(state, port.records(), keeping=True, now=later)
+    assert set(port.records().headroom) == {"gpu.text-model", "gpu.replaced-model"}  # only taints here
+    keep(later)
+    assert set(port.records().headroom) == {"gpu.text-model"}
+    controller.keepers.collect_orphans(state, port.records(), keeping=False, now=later + 3600.0)
+    assert port.records().headroom == {}

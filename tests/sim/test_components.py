@@ -87,6 +87,26 @@ def test_terminating_pod_is_not_ready_and_is_replaced_at_once() -> None:
     assert pod.key not in sim.world.state.pods
 
 
+def test_a_deleted_workload_is_gone_at_once_and_its_pods_terminate() -> None:
+    """As a Deployment deleted in the API: no controller sees it again (not a Deployment at zero, which
+    headroom would keep room for), its pods terminate with their grace period and are not replaced,
+    and its report stays."""
+    s = scenario(
+        [group("cpu", max=2)],
+        [workload("api", 2, placement={"cpu": 2}, termination_grace="60s"), workload("web", 1)],
+        autoscaler={"enabled": False},
+        events=[{"at": "1m", "delete": {"workload": "api"}}],
+    )
+    sim, _ = run(s, until=90)
+    assert "api" not in sim.world.state.workloads and "web" in sim.world.state.workloads
+    assert [p.terminating for p in sim.world.pods_of["api"].values()] == [True, True]
+    result = sim.run(until=300)
+    assert not sim.world.pods_of["api"] and not [
+        p for p in sim.world.state.pods.values() if p.workload == "api"
+    ]
+    assert result.workloads["api"].desired == 0
+
+
 def test_eviction_refused_when_budget_is_spent() -> None:
     s = scenario(
         [group("cpu")],

@@ -101,7 +101,9 @@ class Controller:
         s.guarded(RetryKey.step(Step.ORPHANS), s.collect_orphans, state, anchors, marked, ORPHANS_PER_TICK)
         s.guarded(RetryKey.step(Step.ORPHAN_TAINTS), self.consolidations.collect_orphans, state, consolidated)
         keeping = self.config.strategy is Strategy.HEADROOM
-        s.guarded(RetryKey.step(Step.HEADROOM_TAINTS), self.keepers.collect_orphans, state, records, keeping)
+        s.guarded(
+            RetryKey.step(Step.HEADROOM_TAINTS), self.keepers.collect_orphans, state, records, keeping, now
+        )
         s.guarded(RetryKey.step(Step.COOLDOWNS), s.sweep_cooldowns, records, now)
         return s.report
 
@@ -170,7 +172,7 @@ class Controller:
             self.consolidations.give_up(state, name, node, consolidation, why, now)
         for name, moving in self.keepers.active(records):
             self.keepers.give_up(state, name, moving, why, now)
-        self.keepers.collect_orphans(state, Records(), keeping=False)  # every headroom taint
+        self.keepers.collect_orphans(state, Records(), keeping=False, now=now)  # every headroom taint
         for target in sorted(records.headroom):
             s.act(s.cluster.delete_record, RecordKind.HEADROOM, target)
         handled = {v.pod for _, _, r in relocating if r is not None for v in r.victims}

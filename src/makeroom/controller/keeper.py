@@ -104,7 +104,8 @@ class Keepers:
         # One view of the cluster for every target (a fleet of GPU groups has a target each); a move
         # or a taint changes the state, and the next target is counted on a fresh view.
         view = ClusterView(state)
-        for wanted in self.targets(state):
+        targets = self.targets(state)
+        for wanted in targets:
             view = view if not view.stale else ClusterView(state)
             kept = keep_room(state, wanted, policy, view)
             move = kept.move if not busy and started is None else None
@@ -134,7 +135,17 @@ class Keepers:
             log.info("keeping room", extra={"nodes": move.nodes, "target": wanted.name})
             self.advance(state, wanted.name, record, now, [])
             started = wanted.name
+        self.forget(records, {w.name for w in targets}, now)
         return started
+
+    def forget(self, records: Records, targets: set[str], now: float) -> None:
+        """The record of a target no longer kept (the top GPU workload of a default target changed,
+        a configured one went), once none of its moves counts against the hourly limit or a
+        cooldown: so that the store does not grow with every target there ever was."""
+        for name, record in list(records.headroom.items()):
+            if name not in targets and (record is None or not self.moved(records, now, name)):
+                self.s.act(self.s.cluster.delete_record, RecordKind.HEADROOM, name)
+                del records.headroom[name]
 
     def _protect(self, state: ClusterState, nodes: tuple[str, ...], records: Records) -> None:
         """The PreferNoSchedule taint on each node that holds kept room (not on those a move under
@@ -233,11 +244,14 @@ class Keepers:
                 self.s.event(ObjectKind.NODE, node, Reason.KEEPING_STOPPED, f"stopped: {why}")
         log.info("keeping room stopped", extra={"target": name, "reason": why})
 
-    def collect_orphans(self, state: ClusterState, records: Records, keeping: bool) -> None:
+    def collect_orphans(self, state: ClusterState, records: Records, keeping: bool, now: float) -> None:
         """A headroom taint that nothing explains: where no target keeps room (the strategy changed,
         a target went), or NoSchedule with no move under way (a controller died between two
-        actions). ``keeping``: the keeper runs."""
+        actions). ``keeping``: the keeper runs; when it does not, its targets' records go too, once
+        their moves no longer count."""
         groups = {w.group for w in self.targets(state)} if keeping else set()
+        if not keeping:
+            self.forget(records, set(), now)
 
         def orphans(store: Records) -> list[str]:
             moving = {v.node for r in store.keepings.values() if r is not None for v in r.victims}

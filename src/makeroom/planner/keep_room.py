@@ -141,15 +141,25 @@ def shape(state: ClusterState, wanted: Wanted) -> tuple[PodSpec, str] | None:
             tuple(Toleration(t.key, "Exists", "", t.effect.value) for t in group.taints) if group else ()
         )
         return PodSpec(requests=wanted.requests, tolerations=tolerations), "requests"
-    matching = [
-        w
-        for key, w in state.workloads.items()
-        if w.spec.requests.requests_gpu()
-        and (
-            (wanted.priority_class and w.spec.priority_class == wanted.priority_class)
-            or (wanted.workload and wanted.workload in (key, f"{w.namespace}/{w.name}"))
-        )
-    ]
+    if wanted.priority_class:
+        matching = [
+            w
+            for w in state.workloads.values()
+            if w.spec.requests.requests_gpu() and w.spec.priority_class == wanted.priority_class
+        ]
+    else:
+        matching = []
+    if wanted.workload:
+        # Named by its key or by namespace/name: looked up, not searched for (a round counts every
+        # target, and a trace's cluster holds thousands of workloads).
+        by_key = state.workloads.get(wanted.workload)
+        name = wanted.workload.partition("/")[2]
+        by_name = state.workloads.get(name)
+        for w in (by_key, by_name):
+            if w is None or w in matching or not w.spec.requests.requests_gpu():
+                continue
+            if w is by_key or f"{w.namespace}/{w.name}" == wanted.workload:
+                matching.append(w)
     if not matching:
         return None
     top = max(matching, key=lambda w: (_size(w.spec.requests), w.name))

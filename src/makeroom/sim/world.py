@@ -330,9 +330,13 @@ class World:
         self.reconcile(name)
 
     def delete_workload(self, name: str) -> None:
+        """As a Deployment deleted in the API (background propagation): its pods terminate with their
+        grace period, and the workload is gone at once; no controller sees it again (a deleted model
+        is nobody to keep room for, and a trace of thousands of short jobs leaves no trail of them)."""
         if name not in self.workloads:
             return
         self.scale(name, 0, reason="delete")
+        del self.workloads[name]
 
     def reconcile(self, name: str) -> None:
         """The ReplicaSet controller: replacements at once, surplus pods by deletion order."""
