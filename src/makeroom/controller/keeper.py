@@ -104,8 +104,7 @@ class Keepers:
         # One view of the cluster for every target (a fleet of GPU groups has a target each); a move
         # or a taint changes the state, and the next target is counted on a fresh view.
         view = ClusterView(state)
-        targets = self.targets(state)
-        for wanted in targets:
+        for wanted in self.targets(state):
             view = view if not view.stale else ClusterView(state)
             kept = keep_room(state, wanted, policy, view)
             move = kept.move if not busy and started is None else None
@@ -135,7 +134,6 @@ class Keepers:
             log.info("keeping room", extra={"nodes": move.nodes, "target": wanted.name})
             self.advance(state, wanted.name, record, now, [])
             started = wanted.name
-        self.forget(records, {w.name for w in targets}, now)
         return started
 
     def forget(self, records: Records, targets: set[str], now: float) -> None:
@@ -247,11 +245,10 @@ class Keepers:
     def collect_orphans(self, state: ClusterState, records: Records, keeping: bool, now: float) -> None:
         """A headroom taint that nothing explains: where no target keeps room (the strategy changed,
         a target went), or NoSchedule with no move under way (a controller died between two
-        actions). ``keeping``: the keeper runs; when it does not, its targets' records go too, once
-        their moves no longer count."""
-        groups = {w.group for w in self.targets(state)} if keeping else set()
-        if not keeping:
-            self.forget(records, set(), now)
+        actions), and the records of targets no longer kept (all of them when the keeper does not
+        run), once their moves no longer count. ``keeping``: the keeper runs."""
+        targets = self.targets(state) if keeping else []
+        groups = {w.group for w in targets}
 
         def orphans(store: Records) -> list[str]:
             moving = {v.node for r in store.keepings.values() if r is not None for v in r.victims}
@@ -271,6 +268,7 @@ class Keepers:
             found = orphans(self.s.cluster.records())
         for name in found:
             self.s.act(self.s.cluster.untaint_node, name, HEADROOM_TAINT)
+        self.forget(records, {w.name for w in targets}, now)  # last: a failed call leaves taints done
 
     def buffer(self, state: ClusterState) -> None:
         """The CPU group's buffer for moved replicas, when ``headroom.cpu_buffer`` asks for one: room
