@@ -13,13 +13,18 @@ from makeroom.sim.port import SimCluster
 from tests.builders.scenario import example
 
 
-def test_the_default_target_follows_a_new_gpu_workload_with_no_pod_yet() -> None:
+def default_targets_seed() -> tuple[Simulation, SimCluster, Controller]:
+    """The burst seed at its start, with a controller keeping room for its default targets."""
     scenario = load_scenario(example("headroom-seed-5"))
     sim = Simulation(scenario, Options(strategy=Strategy.HEADROOM))
     port = SimCluster(sim.world)
     config = scenario.spec.controller_config(Strategy.HEADROOM)
     config = dataclasses.replace(config, headroom=dataclasses.replace(config.headroom, targets=()))
-    controller = Controller(port, port, config)
+    return sim, port, Controller(port, port, config)
+
+
+def test_the_default_target_follows_a_new_gpu_workload_with_no_pod_yet() -> None:
+    sim, port, controller = default_targets_seed()
     state = sim.world.state
     first = controller.keepers.targets(state)
     assert [w.workload for w in first] == ["text-model"] * len(first) and first
@@ -39,12 +44,7 @@ def test_a_target_no_longer_kept_leaves_the_store_once_its_moves_no_longer_count
     """A default target follows the top GPU workload: the record of one no longer kept goes (the store
     would grow with every target there ever was), but not while its moves count against the hourly
     limit, which a new leader reads from it; and all of them once the keeper no longer runs."""
-    scenario = load_scenario(example("headroom-seed-5"))
-    sim = Simulation(scenario, Options(strategy=Strategy.HEADROOM))
-    port = SimCluster(sim.world)
-    config = scenario.spec.controller_config(Strategy.HEADROOM)
-    config = dataclasses.replace(config, headroom=dataclasses.replace(config.headroom, targets=()))
-    controller = Controller(port, port, config)
+    sim, port, controller = default_targets_seed()
     state, now = sim.world.state, sim.world.now
     for name, moved in (("gpu.deleted-model", []), ("gpu.replaced-model", [(now - 60.0, "api")])):
         port.save_record(
