@@ -24,7 +24,7 @@ def default_targets_seed() -> tuple[Simulation, SimCluster, Controller]:
 
 
 def test_the_default_target_follows_a_new_gpu_workload_with_no_pod_yet() -> None:
-    sim, port, controller = default_targets_seed()
+    sim, _, controller = default_targets_seed()
     state = sim.world.state
     first = controller.keepers.targets(state)
     assert [w.workload for w in first] == ["text-model"] * len(first) and first
