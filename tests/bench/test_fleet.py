@@ -506,9 +506,7 @@ def test_a_terminals_ctrl_c_stops_every_worker_and_says_how_to_go_on(trace: Path
     the command, which stops them and exits 130 with the runs kept (a worker that died of it broke the
     pool: a traceback, and no word of --resume)."""
     out = tmp_path / "out.json"
-    command = [sys.executable, "-m", "makeroom", "bench", "fleet", "dlrm", str(trace), "--scale", "1"]
-    command += ["--seeds", "1000", "--jobs", "2", "--strategies", "none", "--write", str(out)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = _long_fleet(trace, out)
     wait_for = _waiter(proc, out)
     wait_for(1)
     workers = [p for p in _group(proc.pid) if p != proc.pid]
@@ -531,9 +529,7 @@ def test_a_worker_killed_from_outside_ends_the_command_with_its_runs(trace: Path
     """A worker the kernel kills (out of memory) breaks the pool: one line that says so and how to go
     on, exit 1, the finished runs in the file; no traceback."""
     out = tmp_path / "out.json"
-    command = [sys.executable, "-m", "makeroom", "bench", "fleet", "dlrm", str(trace), "--scale", "1"]
-    command += ["--seeds", "1000", "--jobs", "2", "--strategies", "none", "--write", str(out)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = _long_fleet(trace, out)
     _waiter(proc, out)(1)
     workers = [p for p in _group(proc.pid) if p != proc.pid]
     assert workers and proc.poll() is None
@@ -545,6 +541,13 @@ def test_a_worker_killed_from_outside_ends_the_command_with_its_runs(trace: Path
     assert "Traceback" not in stderr and "--resume runs the others" in stderr
     assert _runs_kept(out) >= 1 and json.loads(out.read_text())["complete"] is False
     assert [p for p in _group(proc.pid) if p != proc.pid] == []
+
+
+def _long_fleet(trace: Path, out: Path) -> subprocess.Popen[bytes]:
+    """A command of many runs on two workers, in a process group of its own (a terminal's)."""
+    command = [sys.executable, "-m", "makeroom", "bench", "fleet", "dlrm", str(trace), "--scale", "1"]
+    command += ["--seeds", "1000", "--jobs", "2", "--strategies", "none", "--write", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def _runs_kept(out: Path) -> int:
