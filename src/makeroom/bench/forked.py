@@ -46,10 +46,12 @@ def pool(shared: object, jobs: int) -> Iterator[Executor | None]:
         try:
             yield executor
         except BaseException:
-            # Ctrl-C (or a failed run): the runs not started are dropped and those under way stopped,
+            # Ctrl-C (or a failed run): the runs under way are stopped and those not started dropped,
             # or leaving the pool would wait for them all (a worker goes on to its next run when one
-            # is interrupted). The pool's workers are this process's only children.
-            executor.shutdown(wait=False, cancel_futures=True)
+            # is interrupted). The pool's workers are this process's only children. The pool's own
+            # thread is then joined here: left running at exit, it races the interpreter's atexit
+            # hook for its wake-up pipe (an OSError traceback after the command's last word).
             for child in multiprocessing.active_children():
                 child.terminate()
+            executor.shutdown(wait=True, cancel_futures=True)
             raise
