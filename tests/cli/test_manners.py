@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner, Result
 
@@ -133,6 +134,15 @@ def test_old_file_flags_still_work_for_one_release(tmp_path: Path) -> None:
     )
     assert (fmt, path) == (Output.TABLE, tmp_path / "out.json")
     assert format_or_file("yaml", (Output.TABLE, Output.YAML), "--write") == (Output.YAML, None)
+    assert format_or_file("", (Output.TABLE, Output.YAML), "--write") == (Output.TABLE, None)
+    with pytest.raises(typer.Exit) as refused:  # a format, not this command's: no file of that name
+        format_or_file("json", (Output.TABLE, Output.YAML), "--write")
+    assert refused.value.exit_code == 2
+
+
+def test_an_old_file_flag_is_checked_before_the_benchmark_runs(tmp_path: Path) -> None:
+    result = cli("bench", "plan", "-o", tmp_path / "missing" / "out.json")
+    assert result.exit_code == 2 and "expected an existing directory" in result.stderr
 
 
 # --- plan --------------------------------------------------------------------------------------------

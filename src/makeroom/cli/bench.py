@@ -15,6 +15,7 @@ from makeroom.cli.common import (
     console,
     format_or_file,
     guarded,
+    old_output_file,
     usage_error,
     write_json,
 )
@@ -48,8 +49,7 @@ def check_outputs(output: str | None, write: Path | None, picture: Path | None =
     """Every file a bench command is to write, refused before its runs take their time if it cannot
     be (exit 2): the JSON (--write, or -o's deprecated file name) and the picture (.png or .html)."""
     check_writable(write)
-    if output not in (None, "") and output not in {o.value for o in Output}:
-        check_writable(Path(output))
+    check_writable(old_output_file(output))
     check_writable(picture, (".png", ".html"), "a file name ending in .png or .html")
 
 

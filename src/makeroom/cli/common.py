@@ -197,14 +197,24 @@ def emit(data: Any, fmt: Output) -> None:
         print_json(data)
 
 
+def old_output_file(value: str | None) -> Path | None:
+    """The file ``-o`` names where it is used as it used to be (a value that is no format), or None."""
+    if value is None or value == "" or value in {o.value for o in Output}:
+        return None
+    return Path(value)
+
+
 def format_or_file(value: str | None, allowed: Sequence[Output], new_flag: str) -> tuple[Output, Path | None]:
     """``-o``'s value where it used to name a file: a format, or, for one more release, the file it
     used to be (with a deprecation warning naming the new flag)."""
-    if value is None or value == "":
+    old_file = old_output_file(value)
+    if old_file is not None:
+        warn(
+            f"-o/--output FILE is deprecated and will be removed in the next release: use {new_flag} {value}"
+        )
+        return allowed[0], old_file
+    if not value:
         return allowed[0], None
-    if value in {o.value for o in allowed}:
-        return Output(value), None
-    if value in {o.value for o in Output}:
+    if value not in {o.value for o in allowed}:
         usage_error(f"-o: expected one of {', '.join(allowed)}, got {value!r}")
-    warn(f"-o/--output FILE is deprecated and will be removed in the next release: use {new_flag} {value}")
-    return allowed[0], Path(value)
+    return Output(value), None
